@@ -1,0 +1,36 @@
+#pragma once
+// The Model interface every strategy drives. Parameters and gradients are two
+// flat float buffers with the same layout; the layers below see only spans.
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/dataset.hpp"
+#include "core/flat_layout.hpp"
+
+namespace ptrain {
+
+struct Metrics {
+  double loss = 0;      // mean cross-entropy
+  double accuracy = 0;  // fraction of samples classified correctly
+  size_t samples = 0;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  virtual std::string name() const = 0;
+  virtual const FlatLayout& layout() const = 0;
+  virtual std::span<float> params() = 0;
+  virtual std::span<float> grads() = 0;
+
+  // Overwrites grads() with the gradient of the mean loss over the batch and
+  // returns that loss.
+  virtual float forward_backward(const Batch& batch) = 0;
+
+  // Loss and accuracy over a whole data set, without touching grads().
+  virtual Metrics evaluate(const Dataset& data) = 0;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,42 @@
+#pragma once
+// Optimizers over flat spans. They run wherever parameters live: on a worker's
+// replica, or on a parameter-server shard that owns a slice of the buffer.
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace ptrain {
+
+enum class OptimizerKind { Sgd, Momentum, Nesterov, Adam };
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::Adam;
+  float lr = 1e-3f;
+  float momentum = 0.9f;      // Momentum and Nesterov
+  float weight_decay = 0.0f;  // L2 penalty added to the gradient, as torch.optim does
+  float beta1 = 0.9f;         // Adam
+  float beta2 = 0.999f;       // Adam
+  float eps = 1e-8f;          // Adam
+};
+
+// "sgd", "momentum", "nesterov", "adam"; throws ptrain::Error naming the value otherwise.
+OptimizerKind parse_optimizer_kind(const std::string& name);
+std::string to_string(OptimizerKind kind);
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // params -= update(grad). Both spans have the size given at construction.
+  virtual void step(std::span<float> params, std::span<const float> grad) = 0;
+  virtual size_t size() const = 0;
+  // Changes the learning rate from the next step on (for schedules).
+  virtual void set_lr(float lr) = 0;
+};
+
+// An optimizer for `size` parameters; its state (velocity, moments) is sized
+// once here, so step() allocates nothing. Throws ptrain::Error on lr <= 0,
+// momentum outside [0, 1), negative weight decay, betas outside [0, 1), eps <= 0.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t size);
+
+}  // namespace ptrain

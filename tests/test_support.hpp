@@ -1,0 +1,32 @@
+#pragma once
+// Small helpers shared by the tests: scratch directories and files.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ptrain::test {
+
+// A fresh directory under the system temp dir, removed with everything in it
+// when the object goes out of scope.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
+void write_gzip(const std::string& path, const std::vector<uint8_t>& bytes);
+std::vector<uint8_t> read_bytes(const std::string& path);
+
+// Where Debian's dataset-fashion-mnist package puts the real data.
+inline const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+}  // namespace ptrain::test
