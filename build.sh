@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The front door: installs what is missing, builds, and runs what you ask for.
+#   ./build.sh demo    train the MLP on Fashion-MNIST with 4 in-process workers
+#   ./build.sh test    build and run the whole test suite (also under sanitizers)
+#   ./build.sh bench   the throughput benchmark against LibTorch and PyTorch DDP
+#   ./build.sh build   just build (into build/)
+set -euo pipefail
+cd "$(dirname "$0")"
+what=${1:-build}
+jobs=$(nproc)
+
+tools/setup-debian
+
+configure_and_build() {  # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs" -- --no-print-directory | grep -v -E '^\[ *[0-9]+%\]|^Consolidate|^Scanning' || true
+  test "${PIPESTATUS[0]}" -eq 0
+}
+
+case "$what" in
+  build)
+    configure_and_build build ;;
+  demo)
+    configure_and_build build
+    build/ptrain train --workers 4 --strategy hybrid --optimizer adam --epochs 3 --report demo-report.json ;;
+  test)
+    configure_and_build build
+    (cd build && ctest --output-on-failure -j2 --timeout 900)
+    # The torch-free suite again under AddressSanitizer+UBSan and ThreadSanitizer.
+    configure_and_build build-asan -DPTRAIN_WITH_TORCH=OFF -DPTRAIN_SANITIZE=address,undefined
+    (cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j2 --timeout 900)
+    configure_and_build build-tsan -DPTRAIN_WITH_TORCH=OFF -DPTRAIN_SANITIZE=thread
+    (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j2 --timeout 900) ;;
+  bench)
+    configure_and_build build
+    bench/hybrid_vs_peers.sh build ;;
+  *)
+    echo "usage: ./build.sh [build|demo|test|bench]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,33 @@
+// ptrain: train neural networks with many workers.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/train_command.hpp"
+#include "core/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ptrain: train neural networks with many workers (hybrid all-reduce, ...)", "ptrain"};
+  app.require_subcommand(1);
+  ptrain::TrainOptions train_options;
+  auto* train = ptrain::add_train_command(app, train_options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "ptrain: error: {}\n", e.what());
+    return 2;
+  }
+  try {
+    if (train->parsed()) return ptrain::run_train_command(train_options);
+  } catch (const ptrain::Error& e) {
+    fmt::print(stderr, "ptrain: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ptrain: internal error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,42 @@
+#include "cli/progress_display.hpp"
+
+#include <unistd.h>
+
+#include <string>
+
+#include <fmt/format.h>
+
+namespace ptrain {
+
+ProgressDisplay::ProgressDisplay(std::FILE* out) : out_(out), terminal_(::isatty(::fileno(out)) != 0) {}
+
+void ProgressDisplay::progress(const Progress& p) {
+  const double fraction = static_cast<double>(p.step) / static_cast<double>(p.steps_per_epoch);
+  if (terminal_) {
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(fraction * kWidth);
+    std::string bar(static_cast<size_t>(filled), '=');
+    if (filled < kWidth) bar += '>' + std::string(static_cast<size_t>(kWidth - filled - 1), ' ');
+    fmt::print(out_, "\repoch {}/{} [{}] {:3.0f}%  loss {:.4f}  {:.0f} samples/s\x1b[K", p.epoch, p.epochs, bar,
+               100 * fraction, p.loss, p.samples_per_s);
+    std::fflush(out_);
+    return;
+  }
+  const auto quarter = static_cast<size_t>(fraction * 4);
+  if (p.step == 1 || quarter == 0) last_quarter_ = 0;
+  if (quarter > last_quarter_ && quarter < 4) {
+    last_quarter_ = quarter;
+    fmt::print(out_, "epoch {}/{}: step {}/{}  loss {:.4f}  {:.0f} samples/s\n", p.epoch, p.epochs, p.step,
+               p.steps_per_epoch, p.loss, p.samples_per_s);
+    std::fflush(out_);
+  }
+}
+
+void ProgressDisplay::epoch_end(const EpochMetrics& m, size_t epochs) {
+  if (terminal_) fmt::print(out_, "\r\x1b[K");
+  fmt::print(out_, "epoch {}/{}  train loss {:.4f}  test loss {:.4f}  test accuracy {:.2f}%  {:.0f} samples/s  {:.1f} s\n",
+             m.epoch, epochs, m.train_loss, m.test_loss, 100 * m.test_accuracy, m.samples_per_s, m.seconds);
+  std::fflush(out_);
+}
+
+}  // namespace ptrain

@@ -1,0 +1,194 @@
+#include "cli/train_command.hpp"
+
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/progress_display.hpp"
+#include "core/error.hpp"
+#include "data/fashion_mnist.hpp"
+#include "model/blas_check.hpp"
+#include "model/torch/model_factory.hpp"
+#include "optim/optimizer.hpp"
+#include "train/run_report.hpp"
+
+namespace ptrain {
+
+namespace {
+
+std::vector<int64_t> parse_widths(const std::string& text) {
+  std::vector<int64_t> widths;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || value <= 0)
+      throw Error("--hidden '" + text + "': expected positive widths separated by commas, e.g. 256,128");
+    widths.push_back(value);
+    start = comma + 1;
+  }
+  return widths;
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Every check that needs no data, so a bad command line fails at once.
+void check_options(TrainOptions& o) {
+  if (o.train.workers < 1) throw Error(fmt::format("--workers must be at least 1 (got {})", o.train.workers));
+  if (o.train.batch < 1) throw Error("--batch must be at least 1");
+  if (o.train.epochs < 1) throw Error("--epochs must be at least 1");
+  if (o.threads_per_worker < 1)
+    throw Error(fmt::format("--threads-per-worker must be at least 1 (got {})", o.threads_per_worker));
+  if (!(o.comm_timeout_s > 0)) throw Error(fmt::format("--comm-timeout must be > 0 seconds (got {})", o.comm_timeout_s));
+  if (!contains(model_names(), o.model.name))
+    throw Error("--model: unknown model '" + o.model.name + "' (choose " + joined(model_names()) + ")");
+  if (!contains(strategy_names(), o.train.strategy.name))
+    throw Error("--strategy: unknown strategy '" + o.train.strategy.name + "' (choose " + joined(strategy_names()) + ")");
+  o.model.hidden = parse_widths(o.hidden);
+  OptimizerConfig opt;
+  opt.kind = parse_optimizer_kind(o.optimizer);
+  opt.lr = o.lr;
+  opt.momentum = o.momentum;
+  opt.weight_decay = o.weight_decay;
+  make_optimizer(opt, 1);  // validates lr, momentum and weight decay
+  o.train.strategy.optimizer = opt;
+  o.train.comm_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.comm_timeout_s * 1000));
+  check_fashion_mnist_dir(o.data_dir);
+  if (!o.report_path.empty()) check_writable(o.report_path);
+}
+
+nlohmann::json config_json(const TrainOptions& o, const Dataset& train_set, const Dataset& test_set,
+                           size_t num_params, const BlasInfo& blas) {
+  return {{"model", o.model.name},
+          {"hidden", o.model.hidden},
+          {"parameters", num_params},
+          {"strategy", o.train.strategy.name},
+          {"backend", "local"},
+          {"workers", o.train.workers},
+          {"batch_per_worker", o.train.batch},
+          {"epochs", o.train.epochs},
+          {"max_steps", o.train.max_steps},
+          {"seed", o.train.seed},
+          {"optimizer", o.optimizer},
+          {"lr", o.lr},
+          {"momentum", o.momentum},
+          {"weight_decay", o.weight_decay},
+          {"data", o.data_dir},
+          {"train_samples", train_set.size()},
+          {"test_samples", test_set.size()},
+          {"standardize", o.standardize},
+          {"threads_per_worker", o.threads_per_worker},
+          {"comm_timeout_s", o.comm_timeout_s},
+          {"log_every", o.train.log_every},
+          {"blas", blas.library},
+          {"hardware_threads", std::thread::hardware_concurrency()}};
+}
+
+std::string mib(uint64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
+
+}  // namespace
+
+CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
+  auto* cmd = app.add_subcommand("train", "Train a model on Fashion-MNIST with several workers");
+  cmd->option_defaults()->always_capture_default();
+  o.train.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.train.epochs = 3;
+  o.data_dir = kDefaultFashionMnistDir;
+  cmd->add_option("--model", o.model.name, "Model: " + joined(model_names()));
+  cmd->add_option("--hidden", o.hidden, "MLP hidden widths, comma-separated");
+  cmd->add_option("--workers", o.train.workers, "Workers (threads in this process); default: the cores");
+  cmd->add_option("--strategy", o.train.strategy.name, "Synchronization: " + joined(strategy_names()));
+  cmd->add_option("--optimizer", o.optimizer, "sgd, momentum, nesterov or adam");
+  cmd->add_option("--lr", o.lr, "Learning rate");
+  cmd->add_option("--momentum", o.momentum, "Momentum (momentum and nesterov)");
+  cmd->add_option("--weight-decay", o.weight_decay, "L2 weight decay");
+  cmd->add_option("--batch", o.train.batch, "Mini-batch size per worker");
+  cmd->add_option("--epochs", o.train.epochs, "Passes over the training set");
+  cmd->add_option("--max-steps", o.train.max_steps, "Stop after this many steps (0: no limit)");
+  cmd->add_option("--seed", o.train.seed, "Seed for data order and initial weights");
+  cmd->add_option("--data", o.data_dir, "Directory with the Fashion-MNIST IDX files (.gz or not)");
+  cmd->add_flag("--standardize", o.standardize, "Standardise pixels with the training set's mean and deviation");
+  cmd->add_option("--train-samples", o.train_samples, "Use only the first N training samples (0: all)");
+  cmd->add_option("--report", o.report_path, "Write a JSON run report to this file");
+  cmd->add_option("--log-every", o.train.log_every, "Record the loss every k steps in the report");
+  cmd->add_option("--threads-per-worker", o.threads_per_worker, "LibTorch and OpenBLAS threads per worker");
+  cmd->add_option("--comm-timeout", o.comm_timeout_s, "Seconds a worker waits for the others before failing");
+  return cmd;
+}
+
+int run_train_command(TrainOptions& o) {
+  check_options(o);
+  o.model.init_seed = o.train.seed;
+  const BlasInfo blas = detect_blas();
+  if (blas.is_reference)
+    fmt::print(stderr,
+               "ptrain: warning: the reference BLAS is loaded ({}); training runs many times slower. Select "
+               "OpenBLAS: update-alternatives --set libblas.so.3-x86_64-linux-gnu "
+               "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3\n",
+               blas.library);
+  set_compute_threads(o.threads_per_worker);
+
+  Dataset train_set = load_fashion_mnist(o.data_dir, Split::Train);
+  Dataset test_set = load_fashion_mnist(o.data_dir, Split::Test);
+  if (o.train_samples > 0) train_set = train_set.head(o.train_samples);
+  if (o.standardize) {
+    const auto s = fit_standardization(train_set);
+    apply_standardization(train_set, s);
+    apply_standardization(test_set, s);
+  }
+  const size_t shard = shard_size(train_set.size(), o.train.workers);
+  if (o.train.batch > shard)
+    throw Error(fmt::format("--batch {} is larger than each worker's shard of {} samples ({} samples, {} workers)",
+                            o.train.batch, shard, train_set.size(), o.train.workers));
+
+  auto factory = [&] { return make_model(o.model, train_set.sample_shape(), train_set.num_classes()); };
+  const size_t num_params = factory()->params().size();
+  fmt::print("ptrain: {} model ({} parameters), {} strategy, local backend: {} workers as threads, "
+             "{} compute thread(s) each; BLAS {}\n",
+             o.model.name, num_params, o.train.strategy.name, o.train.workers, o.threads_per_worker,
+             blas.library.empty() ? "not found" : blas.library);
+  fmt::print("ptrain: data {}: {} training and {} test samples; batch {} per worker\n", o.data_dir,
+             train_set.size(), test_set.size(), o.train.batch);
+
+  ProgressDisplay display(stdout);
+  TrainCallbacks callbacks;
+  callbacks.on_progress = [&](const Progress& p) { display.progress(p); };
+  callbacks.on_epoch_end = [&](const EpochMetrics& m) { display.epoch_end(m, o.train.epochs); };
+  const RunResult result = train(o.train, train_set, &test_set, factory, callbacks);
+
+  uint64_t sent = 0;
+  for (const auto& c : result.comm) sent = std::max(sent, c.bytes_sent);
+  const double accuracy = result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy;
+  fmt::print("\nsummary\n");
+  fmt::print("  model        {} ({} parameters)\n", o.model.name, num_params);
+  fmt::print("  strategy     {}, {} workers x batch {}, {} lr {}\n", o.train.strategy.name, o.train.workers,
+             o.train.batch, o.optimizer, o.lr);
+  fmt::print("  steps        {} in {} epoch(s)\n", result.steps, result.epochs.size());
+  fmt::print("  test         accuracy {:.2f}%  loss {:.4f}\n", 100 * accuracy,
+             result.epochs.empty() ? 0.0 : result.epochs.back().test_loss);
+  fmt::print("  throughput   {:.0f} samples/s ({:.1f} s training, {:.1f} s wall)\n", result.samples_per_s,
+             result.train_seconds, result.wall_seconds);
+  fmt::print("  comm         {} sent by the busiest worker\n", mib(sent));
+  if (!o.report_path.empty()) {
+    write_json_file(o.report_path, make_run_report(config_json(o, train_set, test_set, num_params, blas), result));
+    fmt::print("  report       {}\n", o.report_path);
+  }
+  return 0;
+}
+
+}  // namespace ptrain

@@ -1,0 +1,71 @@
+#pragma once
+// Workers as threads of one process, communicating through shared memory.
+// A LocalGroup is the state they share; each thread talks through its own
+// LocalCommunicator. If one worker fails, abort() wakes every waiting worker
+// with an error instead of leaving it blocked.
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+
+namespace ptrain {
+
+class LocalGroup {
+ public:
+  explicit LocalGroup(int size, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+  int size() const { return size_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // Makes every current and future wait of this group throw ptrain::Error(reason).
+  void abort(const std::string& reason);
+
+  // Waits until all workers have arrived. `what` names the operation for the
+  // timeout error, which lists the workers that never arrived.
+  void arrive_and_wait(int rank, const char* what);
+
+  // Slots where each worker publishes the buffer it brings to a collective.
+  struct Slot {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  Slot& slot(int rank) { return slots_[static_cast<size_t>(rank)]; }
+
+ private:
+  const int size_;
+  const std::chrono::milliseconds timeout_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  uint64_t generation_ = 0;
+  std::vector<bool> arrived_;
+  int waiting_ = 0;
+  bool aborted_ = false;
+  std::string abort_reason_;
+  std::vector<Slot> slots_;
+};
+
+class LocalCommunicator : public Communicator {
+ public:
+  LocalCommunicator(std::shared_ptr<LocalGroup> group, int rank);
+
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size(); }
+  std::string backend() const override { return "local"; }
+
+  void allreduce(std::span<float> data, AllreduceAlgorithm algorithm) override;
+  void broadcast(std::span<std::byte> data, int root) override;
+  void barrier() override;
+
+ private:
+  // Publishes this worker's buffer, waits for all, and checks every size matches.
+  void publish(void* data, size_t bytes, const char* what);
+
+  std::shared_ptr<LocalGroup> group_;
+  int rank_;
+};
+
+}  // namespace ptrain

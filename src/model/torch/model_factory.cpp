@@ -1,0 +1,67 @@
+#include "model/torch/model_factory.hpp"
+
+#include <mutex>
+
+#include "core/error.hpp"
+#include "model/blas_check.hpp"
+#include "model/softmax_regression.hpp"
+#include "model/torch/flat_module.hpp"
+
+namespace ptrain {
+
+namespace {
+
+int64_t product(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+torch::nn::Sequential make_mlp(const std::vector<int64_t>& hidden, int64_t inputs, int64_t classes) {
+  torch::nn::Sequential net{torch::nn::Flatten()};
+  int64_t width = inputs;
+  for (int64_t h : hidden) {
+    if (h <= 0) throw Error("--hidden: widths must be positive (got " + std::to_string(h) + ")");
+    net->push_back(torch::nn::Linear(width, h));
+    net->push_back(torch::nn::ReLU());
+    width = h;
+  }
+  net->push_back(torch::nn::Linear(width, classes));
+  return net;
+}
+
+// Two conv+pool blocks and two fully connected layers, for {C, H, W} images.
+torch::nn::Sequential make_cnn(const std::vector<int64_t>& shape, int64_t classes) {
+  if (shape.size() != 3 || shape[1] < 4 || shape[2] < 4)
+    throw Error("--model cnn: needs image samples of shape {channels, height, width} of at least 4x4");
+  namespace nn = torch::nn;
+  const int64_t h = shape[1] / 2 / 2, w = shape[2] / 2 / 2;
+  return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(shape[0], 16, 5).padding(2)), nn::ReLU(),
+                        nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(16, 32, 5).padding(2)),
+                        nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(), nn::Linear(32 * h * w, 128),
+                        nn::ReLU(), nn::Linear(128, classes));
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_model(const ModelConfig& config, const std::vector<int64_t>& sample_shape,
+                                  int classes) {
+  if (config.name == "softmax")
+    return std::make_unique<SoftmaxRegression>(static_cast<size_t>(product(sample_shape)), classes,
+                                               config.init_seed);
+  // torch's initialisers draw from its global generator: seed it and build under one lock.
+  static std::mutex init_mutex;
+  std::lock_guard lock(init_mutex);
+  torch::manual_seed(config.init_seed);
+  if (config.name == "mlp")
+    return std::make_unique<FlatModule>("mlp", make_mlp(config.hidden, product(sample_shape), classes));
+  if (config.name == "cnn") return std::make_unique<FlatModule>("cnn", make_cnn(sample_shape, classes));
+  throw Error("--model: unknown model '" + config.name + "' (choose mlp, cnn or softmax)");
+}
+
+void set_compute_threads(int n) {
+  torch::set_num_threads(n);
+  set_openblas_threads(n);
+}
+
+}  // namespace ptrain

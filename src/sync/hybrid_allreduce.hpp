@@ -1,0 +1,33 @@
+#pragma once
+// The seed's hybrid scheme: every worker computes the gradient of its own
+// mini-batch, the G gradients are averaged with an all-reduce, and every
+// replica applies the same update, so all replicas stay identical. It behaves
+// as one worker with a G times larger batch.
+#include "sync/strategy.hpp"
+
+namespace ptrain {
+
+class HybridAllreduce : public WorkerStrategy {
+ public:
+  HybridAllreduce(Model& model, Communicator& comm, const OptimizerConfig& optimizer);
+  void start() override;
+  float step(const Batch& batch) override;
+
+ private:
+  Model& model_;
+  Communicator& comm_;
+  std::unique_ptr<Optimizer> optimizer_;
+};
+
+class HybridGroup : public StrategyGroup {
+ public:
+  explicit HybridGroup(OptimizerConfig optimizer) : optimizer_(optimizer) {}
+  std::unique_ptr<WorkerStrategy> for_worker(Model& model, Communicator& comm) override {
+    return std::make_unique<HybridAllreduce>(model, comm, optimizer_);
+  }
+
+ private:
+  OptimizerConfig optimizer_;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,65 @@
+#include "sync/sequential_turns.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+SequentialGroup::SequentialGroup(const OptimizerConfig& optimizer, size_t num_params, int workers)
+    : central_(num_params), optimizer_(make_optimizer(optimizer, num_params)), workers_(workers) {}
+
+std::unique_ptr<WorkerStrategy> SequentialGroup::for_worker(Model& model, Communicator& comm) {
+  return std::make_unique<SequentialTurns>(*this, model, comm);
+}
+
+void SequentialGroup::abort(const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  if (!aborted_) abort_reason_ = reason;
+  aborted_ = true;
+  turn_changed_.notify_all();
+}
+
+SequentialTurns::SequentialTurns(SequentialGroup& group, Model& model, Communicator& comm)
+    : group_(group), model_(model), comm_(comm) {}
+
+void SequentialTurns::start() {
+  if (comm_.rank() == 0) {
+    std::lock_guard lock(group_.mutex_);
+    auto p = model_.params();
+    std::copy(p.begin(), p.end(), group_.central_.begin());
+  }
+  comm_.barrier();  // nobody takes a turn before the central weights are set
+}
+
+float SequentialTurns::step(const Batch& batch) {
+  const uint64_t my_turn = local_step_++ * static_cast<uint64_t>(group_.workers_) +
+                           static_cast<uint64_t>(comm_.rank());
+  std::unique_lock lock(group_.mutex_);
+  // A turn waits for the G-1 turns before it; their compute time is not bounded
+  // by a per-message timeout, so the wait scales with the group.
+  const bool ready = group_.turn_changed_.wait_for(lock, std::chrono::minutes(10), [&] {
+    return group_.turn_ == my_turn || group_.aborted_;
+  });
+  if (group_.aborted_) throw Error(group_.abort_reason_);
+  if (!ready)
+    throw Error(fmt::format("sequential: worker {} timed out waiting for turn {} (turn {} never finished)",
+                            comm_.rank(), my_turn, group_.turn_));
+  auto params = model_.params();
+  std::copy(group_.central_.begin(), group_.central_.end(), params.begin());
+  const float loss = model_.forward_backward(batch);
+  group_.optimizer_->step(group_.central_, model_.grads());
+  group_.turn_++;
+  group_.turn_changed_.notify_all();
+  return loss;
+}
+
+void SequentialTurns::sync_for_evaluation() {
+  std::lock_guard lock(group_.mutex_);
+  auto params = model_.params();
+  std::copy(group_.central_.begin(), group_.central_.end(), params.begin());
+}
+
+}  // namespace ptrain

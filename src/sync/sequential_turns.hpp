@@ -1,0 +1,47 @@
+#pragma once
+// The seed's "synchronous" baseline: the model lives in one central place and
+// the workers take turns, one active at a time: worker r takes global steps
+// r, r+G, r+2G, ... Each turn copies the central weights, computes a gradient
+// on the worker's own batch and applies it centrally. Correct, but only one
+// worker computes at any moment.
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+#include "sync/strategy.hpp"
+
+namespace ptrain {
+
+class SequentialGroup : public StrategyGroup {
+ public:
+  SequentialGroup(const OptimizerConfig& optimizer, size_t num_params, int workers);
+  std::unique_ptr<WorkerStrategy> for_worker(Model& model, Communicator& comm) override;
+  void abort(const std::string& reason) override;
+
+ private:
+  friend class SequentialTurns;
+  std::mutex mutex_;
+  std::condition_variable turn_changed_;
+  uint64_t turn_ = 0;  // global step whose worker may go now
+  bool aborted_ = false;
+  std::string abort_reason_;
+  std::vector<float> central_;
+  std::unique_ptr<Optimizer> optimizer_;
+  int workers_;
+};
+
+class SequentialTurns : public WorkerStrategy {
+ public:
+  SequentialTurns(SequentialGroup& group, Model& model, Communicator& comm);
+  void start() override;
+  float step(const Batch& batch) override;
+  void sync_for_evaluation() override;
+
+ private:
+  SequentialGroup& group_;
+  Model& model_;
+  Communicator& comm_;
+  uint64_t local_step_ = 0;
+};
+
+}  // namespace ptrain

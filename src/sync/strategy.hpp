@@ -1,0 +1,48 @@
+#pragma once
+// A synchronization strategy decides when a gradient is applied and to which
+// parameter version (DESIGN.md). It drives a Model, a Communicator and an
+// Optimizer and owns none of their code.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "core/model.hpp"
+#include "optim/optimizer.hpp"
+
+namespace ptrain {
+
+// One worker's side of a strategy.
+class WorkerStrategy {
+ public:
+  virtual ~WorkerStrategy() = default;
+  // Called once by every worker before its first step (e.g. to agree on initial weights).
+  virtual void start() {}
+  // One training step on this worker's batch; returns the loss of that batch.
+  virtual float step(const Batch& batch) = 0;
+  // Makes the worker's model hold the parameters to evaluate and report.
+  virtual void sync_for_evaluation() {}
+};
+
+struct StrategyConfig {
+  std::string name = "hybrid";  // hybrid | sequential
+  OptimizerConfig optimizer;
+};
+
+// The names --strategy accepts now.
+const std::vector<std::string>& strategy_names();
+
+// State shared by all the workers of one run, and the factory of their sides.
+class StrategyGroup {
+ public:
+  virtual ~StrategyGroup() = default;
+  virtual std::unique_ptr<WorkerStrategy> for_worker(Model& model, Communicator& comm) = 0;
+  // Wakes any worker waiting on the group; it then throws ptrain::Error(reason).
+  virtual void abort(const std::string& /*reason*/) {}
+};
+
+// Throws ptrain::Error for an unknown name.
+std::unique_ptr<StrategyGroup> make_strategy_group(const StrategyConfig& config, size_t num_params,
+                                                   int workers);
+
+}  // namespace ptrain

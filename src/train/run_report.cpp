@@ -1,0 +1,73 @@
+#include "train/run_report.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+nlohmann::json make_run_report(const nlohmann::json& config, const RunResult& r) {
+  nlohmann::json report;
+  report["config"] = config;
+  auto& epochs = report["epochs"] = nlohmann::json::array();
+  for (const auto& e : r.epochs)
+    epochs.push_back({{"epoch", e.epoch},
+                      {"steps", e.steps},
+                      {"train_loss", e.train_loss},
+                      {"test_loss", e.test_loss},
+                      {"test_accuracy", e.test_accuracy},
+                      {"seconds", e.seconds},
+                      {"samples_per_s", e.samples_per_s}});
+  auto& curve = report["loss_curve"] = nlohmann::json::array();
+  for (const auto& p : r.loss_curve) curve.push_back({{"step", p.step}, {"loss", p.loss}});
+  auto& comm = report["comm"] = nlohmann::json::array();
+  for (size_t w = 0; w < r.comm.size(); ++w)
+    comm.push_back({{"worker", w},
+                    {"bytes_sent", r.comm[w].bytes_sent},
+                    {"bytes_received", r.comm[w].bytes_received},
+                    {"collectives", r.comm[w].collectives}});
+  report["summary"] = {{"steps", r.steps},
+                       {"samples", r.samples},
+                       {"train_seconds", r.train_seconds},
+                       {"wall_seconds", r.wall_seconds},
+                       {"samples_per_s", r.samples_per_s},
+                       {"final_test_accuracy", r.epochs.empty() ? 0.0 : r.epochs.back().test_accuracy},
+                       {"final_train_loss", r.epochs.empty() ? 0.0 : r.epochs.back().train_loss}};
+  return report;
+}
+
+void check_writable(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  if (fs::is_directory(p)) throw Error("--report " + path + ": is a directory");
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir)) throw Error("--report " + path + ": directory " + dir.string() + " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw Error("--report " + path + ": cannot write in " + dir.string() + " (" + std::strerror(errno) + ")");
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& json) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << json.dump(2) << '\n';
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw Error("--report " + path + ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw Error("--report " + path + ": cannot rename into place (" + why + ")");
+  }
+}
+
+}  // namespace ptrain

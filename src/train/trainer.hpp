@@ -1,0 +1,79 @@
+#pragma once
+// The training loop: G workers as threads, each with its own model replica,
+// its own shard of the data and its side of the synchronization strategy.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "core/dataset.hpp"
+#include "core/model.hpp"
+#include "sync/strategy.hpp"
+
+namespace ptrain {
+
+struct TrainConfig {
+  StrategyConfig strategy;
+  int workers = 1;
+  size_t batch = 64;          // per worker
+  size_t epochs = 1;
+  uint64_t seed = 42;         // data order (the model's init seed is in its own config)
+  size_t max_steps = 0;       // stop after this many steps in all (0: run every epoch to the end)
+  size_t log_every = 10;      // record the loss every k steps
+  std::chrono::milliseconds comm_timeout{60000};
+};
+
+struct EpochMetrics {
+  size_t epoch = 0;           // 1-based
+  size_t steps = 0;
+  double train_loss = 0;      // mean batch loss over the epoch and all workers
+  double test_loss = 0;
+  double test_accuracy = 0;
+  double seconds = 0;         // training time of the epoch, evaluation excluded
+  double samples_per_s = 0;
+};
+
+struct LossPoint {
+  size_t step = 0;  // 1-based
+  double loss = 0;  // mean over workers of their batch loss at that step
+};
+
+struct RunResult {
+  std::vector<EpochMetrics> epochs;
+  std::vector<LossPoint> loss_curve;  // every log_every steps
+  std::vector<float> step_losses;     // every step, mean over workers
+  std::vector<CommStats> comm;        // per worker
+  std::vector<float> final_params;    // the model to evaluate (rank 0's after the last step)
+  size_t steps = 0;
+  size_t samples = 0;                 // samples processed by all workers
+  double train_seconds = 0;           // evaluation excluded
+  double wall_seconds = 0;
+  double samples_per_s = 0;
+};
+
+struct Progress {
+  size_t epoch = 0, epochs = 0;
+  size_t step = 0, steps_per_epoch = 0;  // within the epoch, 1-based
+  double loss = 0;                       // running mean of worker 0's loss this epoch
+  double samples_per_s = 0;
+};
+
+struct TrainCallbacks {
+  std::function<void(const Progress&)> on_progress;       // from worker 0, every few steps
+  std::function<void(const EpochMetrics&)> on_epoch_end;  // after evaluation
+};
+
+using ModelFactory = std::function<std::unique_ptr<Model>()>;
+
+// Trains and evaluates after every epoch on `test` (if not null). Throws
+// ptrain::Error for impossible settings before any work, and when a worker
+// fails (naming the worker), after stopping the others.
+RunResult train(const TrainConfig& config, const Dataset& train_set, const Dataset* test_set,
+                const ModelFactory& make_replica, const TrainCallbacks& callbacks = {});
+
+// Samples per worker per epoch, and steps per epoch, for a data set of `n`.
+size_t shard_size(size_t n, int workers);
+
+}  // namespace ptrain

@@ -1,0 +1,63 @@
+#include "data/synthetic.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+namespace {
+
+TEST(Synthetic, ShapesAndBalancedLabels) {
+  const Dataset data = make_gaussian_clusters(100, 7, 4, 42);
+  EXPECT_EQ(data.size(), 100u);
+  EXPECT_EQ(data.sample_shape(), (std::vector<int64_t>{7}));
+  EXPECT_EQ(data.sample_numel(), 7u);
+  EXPECT_EQ(data.num_classes(), 4);
+  std::vector<int> per_class(4, 0);
+  for (int64_t label : data.labels()) ++per_class[static_cast<size_t>(label)];
+  EXPECT_EQ(per_class, (std::vector<int>{25, 25, 25, 25}));
+  for (float v : data.features()) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST(Synthetic, DeterministicFromSeed) {
+  const Dataset a = make_gaussian_clusters(50, 3, 5, 7);
+  const Dataset b = make_gaussian_clusters(50, 3, 5, 7);
+  const Dataset c = make_gaussian_clusters(50, 3, 5, 8);
+  EXPECT_TRUE(std::equal(a.features().begin(), a.features().end(), b.features().begin()));
+  EXPECT_TRUE(std::equal(a.labels().begin(), a.labels().end(), b.labels().begin()));
+  EXPECT_FALSE(std::equal(a.features().begin(), a.features().end(), c.features().begin()));
+}
+
+TEST(Synthetic, SamplesClusterAroundTheirClassCentre) {
+  // With no spread every sample is exactly its class centre.
+  const Dataset exact = make_gaussian_clusters(20, 2, 3, 1, 0.0f);
+  for (size_t i = 3; i < exact.size(); ++i)
+    for (size_t f = 0; f < 2; ++f) EXPECT_EQ(exact.sample(i)[f], exact.sample(i % 3)[f]);
+
+  // With spread 0.5 (same seed, so same centres) the noise around each centre
+  // has that standard deviation.
+  const Dataset noisy = make_gaussian_clusters(6000, 2, 3, 1, 0.5f);
+  double sum = 0, squares = 0;
+  for (size_t i = 0; i < noisy.size(); ++i)
+    for (size_t f = 0; f < 2; ++f) {
+      const double d = noisy.sample(i)[f] - exact.sample(i % 3)[f];
+      sum += d;
+      squares += d * d;
+    }
+  const double n = 2.0 * static_cast<double>(noisy.size());
+  EXPECT_NEAR(sum / n, 0.0, 0.03);
+  EXPECT_NEAR(std::sqrt(squares / n), 0.5, 0.03);
+}
+
+TEST(Synthetic, RejectsBadArguments) {
+  EXPECT_THROW(make_gaussian_clusters(10, 0, 2, 1), Error);
+  EXPECT_THROW(make_gaussian_clusters(10, 3, 0, 1), Error);
+  EXPECT_THROW(make_gaussian_clusters(10, 3, 2, 1, -1.0f), Error);
+  EXPECT_THROW(make_gaussian_clusters(10, 3, 2, 1, NAN), Error);
+}
+
+}  // namespace
+}  // namespace ptrain
