@@ -67,7 +67,7 @@ void LocalCommunicator::publish(void* data, size_t bytes, const char* what) {
     if (other != bytes)
       throw Error(std::string(what) + ": worker " + std::to_string(rank_) + " brought " +
                   std::to_string(bytes) + " bytes but worker " + std::to_string(r) + " brought " +
-                  std::to_string(other));
+                  std::to_string(other) + " bytes");
   }
 }
 

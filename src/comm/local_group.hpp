@@ -56,7 +56,7 @@ class LocalCommunicator : public Communicator {
   int size() const override { return group_->size(); }
   std::string backend() const override { return "local"; }
 
-  void allreduce(std::span<float> data, AllreduceAlgorithm algorithm) override;
+  void allreduce(std::span<float> data, AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) override;
   void broadcast(std::span<std::byte> data, int root) override;
   void barrier() override;
 

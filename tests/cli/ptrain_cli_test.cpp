@@ -1,0 +1,122 @@
+// The ptrain executable as a user meets it: errors, help and a small real run.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace ptrain {
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+Outcome run_ptrain(const std::string& args) {
+  test::ScratchDir dir;
+  const std::string command = std::string(PTRAIN_EXE) + " " + args + " >" + dir.file("out") + " 2>" + dir.file("err");
+  const int status = std::system(command.c_str());
+  Outcome o;
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto slurp = [](const std::string& p) {
+    auto bytes = test::read_bytes(p);
+    return std::string(bytes.begin(), bytes.end());
+  };
+  o.out = slurp(dir.file("out"));
+  o.err = slurp(dir.file("err"));
+  return o;
+}
+
+size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+struct BadOption {
+  std::string args;
+  std::string expected;  // a part of the one-line message
+};
+
+TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
+  test::ScratchDir empty;
+  const std::vector<BadOption> cases = {
+      {"--lr 0", "--lr must be > 0"},
+      {"--lr -0.5", "--lr must be > 0"},
+      {"--workers 0", "--workers must be at least 1"},
+      {"--model resnet9000", "--model: unknown model 'resnet9000'"},
+      {"--strategy gossip", "--strategy: unknown strategy 'gossip'"},
+      {"--optimizer rmsprop", "rmsprop"},
+      {"--hidden 128,,64", "--hidden '128,,64'"},
+      {"--momentum 1.5 --optimizer momentum", "--momentum"},
+      {"--weight-decay -1", "--weight-decay"},
+      {"--epochs 0", "--epochs must be at least 1"},
+      {"--batch 0", "--batch must be at least 1"},
+      {"--data " + empty.path().string(), "missing train-images-idx3-ubyte"},
+      {"--data /no/such/dir", "/no/such/dir"},
+      {"--report /no/such/dir/r.json", "--report /no/such/dir/r.json"},
+      {"--workers 4 --train-samples 100 --batch 26", "--batch 26 is larger than each worker's shard of 25"},
+      {"--no-such-flag", "--no-such-flag"},
+      {"--workers many", "--workers"},
+  };
+  for (const auto& c : cases) {
+    const Outcome o = run_ptrain("train " + c.args);
+    EXPECT_NE(o.exit_code, 0) << c.args;
+    EXPECT_EQ(lines(o.err), 1u) << c.args << ": " << o.err;
+    EXPECT_NE(o.err.find("ptrain: error: "), std::string::npos) << c.args << ": " << o.err;
+    EXPECT_NE(o.err.find(c.expected), std::string::npos) << c.args << ": " << o.err;
+  }
+}
+
+TEST(PtrainCli, HelpListsEveryOptionWithItsDefault) {
+  const Outcome o = run_ptrain("train --help");
+  EXPECT_EQ(o.exit_code, 0);
+  for (const char* option : {"--model", "--workers", "--strategy", "--optimizer", "--lr", "--momentum",
+                             "--weight-decay", "--batch", "--epochs", "--seed", "--data", "--report"})
+    EXPECT_NE(o.out.find(option), std::string::npos) << option;
+  EXPECT_NE(o.out.find("adam"), std::string::npos);
+  EXPECT_NE(o.out.find("0.001"), std::string::npos);
+  EXPECT_NE(o.out.find("/usr/share/datasets/fashion-mnist"), std::string::npos);
+  EXPECT_EQ(run_ptrain("--help").exit_code, 0);
+}
+
+TEST(PtrainCli, TrainsAndWritesTheRunReport) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  test::ScratchDir dir;
+  const std::string report = dir.file("run.json");
+  const Outcome o = run_ptrain("train --workers 2 --train-samples 2048 --epochs 2 --batch 32 --log-every 4 --report " + report);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("epoch 2/2"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("summary"), std::string::npos) << o.out;
+  std::ifstream in(report);
+  const auto json = nlohmann::json::parse(in);
+  EXPECT_EQ(json["config"]["workers"], 2);
+  EXPECT_EQ(json["config"]["model"], "mlp");
+  EXPECT_EQ(json["epochs"].size(), 2u);
+  EXPECT_EQ(json["loss_curve"][0]["step"], 4);
+  EXPECT_EQ(json["comm"].size(), 2u);
+  EXPECT_GT(json["comm"][0]["bytes_sent"].get<uint64_t>(), 0u);
+  EXPECT_GT(json["epochs"][1]["test_accuracy"].get<double>(), 0.6);
+  // Nothing but the report in the directory: no temporary file left behind.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+TEST(PtrainCli, CorruptDataIsAOneLineErrorNamingTheFile) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  test::ScratchDir dir;
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                           "t10k-labels-idx1-ubyte.gz"})
+    std::filesystem::copy_file(std::string(test::kFashionMnistDir) + "/" + name, dir.file(name));
+  auto bytes = test::read_bytes(dir.file("train-images-idx3-ubyte.gz"));
+  bytes.resize(bytes.size() / 2);
+  test::write_bytes(dir.file("train-images-idx3-ubyte.gz"), bytes);
+  const std::string report = dir.file("run.json");
+  const Outcome o = run_ptrain("train --data " + dir.path().string() + " --report " + report);
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+  EXPECT_NE(o.err.find("train-images-idx3-ubyte.gz"), std::string::npos) << o.err;
+  EXPECT_FALSE(std::filesystem::exists(report));
+}
+
+}  // namespace
+}  // namespace ptrain

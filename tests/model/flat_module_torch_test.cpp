@@ -1,0 +1,92 @@
+#include "model/torch/flat_module.hpp"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "data/synthetic.hpp"
+#include "model/torch/model_factory.hpp"
+
+namespace ptrain {
+namespace {
+
+Batch image_batch(size_t n, uint64_t seed) {
+  Dataset data = make_gaussian_clusters(n, 28 * 28, 10, seed);
+  Batch batch;
+  std::vector<size_t> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  batch.gather(data, all);
+  batch.sample_shape = {1, 28, 28};
+  return batch;
+}
+
+FlatModule& as_flat(Model& m) { return dynamic_cast<FlatModule&>(m); }
+
+TEST(FlatModule, ParametersAreViewsIntoTheFlatBuffer) {
+  for (const char* name : {"mlp", "cnn"}) {
+    auto model = make_model({name, {128}, 1}, {1, 28, 28}, 10);
+    auto params = model->params();
+    size_t covered = 0;
+    for (const auto& p : as_flat(*model).net()->parameters()) {
+      const float* data = p.data_ptr<float>();
+      EXPECT_GE(data, params.data());
+      EXPECT_LE(data + p.numel(), params.data() + params.size());
+      covered += static_cast<size_t>(p.numel());
+    }
+    EXPECT_EQ(covered, params.size()) << name;
+    EXPECT_EQ(model->layout().total(), params.size());
+  }
+}
+
+TEST(FlatModule, BackwardWritesGradientsIntoTheFlatBuffer) {
+  for (const char* name : {"mlp", "cnn"}) {
+    auto model = make_model({name, {64, 32}, 3}, {1, 28, 28}, 10);
+    auto reference = make_model({name, {64, 32}, 3}, {1, 28, 28}, 10);
+    const Batch batch = image_batch(16, 4);
+    const float loss = model->forward_backward(batch);
+    // The same computation through plain tensors: every .grad matches its flat slice.
+    auto& net = as_flat(*reference).net();
+    auto x = torch::from_blob(const_cast<float*>(batch.features.data()), {16, 1, 28, 28}).clone();
+    auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()), {16}, torch::kInt64).clone();
+    auto ref_loss = torch::nn::functional::cross_entropy(net->forward(x), y);
+    for (auto& p : net->parameters()) p.mutable_grad() = torch::Tensor();  // fresh .grad tensors
+    ref_loss.backward();
+    EXPECT_FLOAT_EQ(loss, ref_loss.item<float>());
+    auto grads = model->grads();
+    for (const auto& seg : model->layout().segments()) {
+      auto ref_grad = net->named_parameters()[seg.name].grad().contiguous();
+      for (size_t i = 0; i < seg.numel; ++i)
+        ASSERT_NEAR(grads[seg.offset + i], ref_grad.data_ptr<float>()[i], 1e-6) << name << " " << seg.name;
+    }
+    // A second step overwrites the gradients, it does not add to them.
+    model->forward_backward(batch);
+    for (const auto& seg : model->layout().segments()) {
+      auto ref_grad = net->named_parameters()[seg.name].grad().contiguous();
+      ASSERT_NEAR(grads[seg.offset], ref_grad.data_ptr<float>()[0], 1e-6) << name << " " << seg.name;
+    }
+  }
+}
+
+TEST(FlatModule, AnUpdateThroughTheFlatBufferChangesTheOutput) {
+  auto model = make_model({"mlp", {32}, 5}, {1, 28, 28}, 10);
+  const Batch batch = image_batch(8, 2);
+  const float before = model->forward_backward(batch);
+  auto params = model->params();
+  auto grads = model->grads();
+  for (size_t i = 0; i < params.size(); ++i) params[i] -= 0.5f * grads[i];
+  const float after = model->forward_backward(batch);
+  EXPECT_LT(after, before);
+  for (float& p : params) p = 0;
+  EXPECT_NEAR(model->forward_backward(batch), std::log(10.0f), 1e-5);  // all-zero weights: uniform output
+}
+
+TEST(FlatModule, SameSeedSameInitialWeights) {
+  auto a = make_model({"cnn", {}, 8}, {1, 28, 28}, 10);
+  auto b = make_model({"cnn", {}, 8}, {1, 28, 28}, 10);
+  auto c = make_model({"cnn", {}, 9}, {1, 28, 28}, 10);
+  EXPECT_TRUE(std::equal(a->params().begin(), a->params().end(), b->params().begin()));
+  EXPECT_FALSE(std::equal(a->params().begin(), a->params().end(), c->params().begin()));
+}
+
+}  // namespace
+}  // namespace ptrain

@@ -1,0 +1,67 @@
+// Hybrid training of the LibTorch MLP on real Fashion-MNIST samples.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "data/fashion_mnist.hpp"
+#include "model/torch/model_factory.hpp"
+#include "test_models.hpp"
+#include "test_support.hpp"
+
+namespace ptrain {
+namespace {
+
+class HybridMlp : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(test::kFashionMnistDir)) return;
+    set_compute_threads(1);
+    data_ = new Dataset(load_fashion_mnist(test::kFashionMnistDir, Split::Train).head(4800));
+  }
+  static void TearDownTestSuite() { delete data_; }
+  void SetUp() override {
+    if (!data_) GTEST_SKIP() << "Fashion-MNIST is not installed at " << test::kFashionMnistDir;
+  }
+  static RunResult run(int workers, size_t batch, size_t steps, uint64_t seed = 11,
+                       OptimizerKind kind = OptimizerKind::Adam) {
+    TrainConfig c;
+    c.workers = workers;
+    c.batch = batch;
+    c.max_steps = steps;
+    c.seed = seed;
+    c.strategy.optimizer.kind = kind;
+    c.strategy.optimizer.lr = kind == OptimizerKind::Adam ? 1e-3f : 0.05f;
+    ModelConfig m{"mlp", {128}, seed};
+    return train(c, *data_, nullptr, [&] { return make_model(m, data_->sample_shape(), 10); });
+  }
+  static Dataset* data_;
+};
+Dataset* HybridMlp::data_ = nullptr;
+
+TEST_F(HybridMlp, GWorkersEqualOneWorkerWithGTimesTheBatch) {
+  for (int g : {2, 3, 4}) {
+    const auto b = static_cast<size_t>(g) * 16;
+    // The averaged gradient differs from the big batch's only by summation order.
+    auto many = run(g, 16, 20, 11, OptimizerKind::Momentum);
+    auto one = run(1, b, 20, 11, OptimizerKind::Momentum);
+    EXPECT_LE(test::max_relative_difference(many.final_params, one.final_params), 1e-5) << "G=" << g;
+    // Adam divides by sqrt(v): on weights whose gradient is almost zero (border
+    // pixels) it turns that rounding into a visible step, so compare the vectors.
+    many = run(g, 16, 20);
+    one = run(1, b, 20);
+    EXPECT_LE(test::norm_relative_difference(many.final_params, one.final_params), 1e-5) << "G=" << g;
+  }
+}
+
+TEST_F(HybridMlp, SameSeedGivesTheSameLossSequenceBitForBit) {
+  auto a = run(4, 32, 30);
+  auto b = run(4, 32, 30);
+  ASSERT_EQ(a.step_losses.size(), 30u);
+  EXPECT_EQ(0, std::memcmp(a.step_losses.data(), b.step_losses.data(), 30 * sizeof(float)));
+  EXPECT_EQ(a.final_params, b.final_params);
+  EXPECT_NE(a.step_losses, run(4, 32, 30, 12).step_losses);
+}
+
+}  // namespace
+}  // namespace ptrain

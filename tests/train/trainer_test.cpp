@@ -1,0 +1,132 @@
+#include "train/trainer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/error.hpp"
+#include "test_models.hpp"
+#include "test_support.hpp"
+#include "train/run_report.hpp"
+
+namespace ptrain {
+namespace {
+
+TrainConfig small_config(int workers) {
+  TrainConfig c;
+  c.workers = workers;
+  c.batch = 16;
+  c.epochs = 2;
+  c.seed = 1234;
+  c.strategy.optimizer.kind = OptimizerKind::Adam;
+  c.strategy.optimizer.lr = 0.01f;
+  return c;
+}
+
+TEST(Trainer, SameSeedGivesTheSameLossesBitForBit) {
+  const Dataset data = make_gaussian_clusters(800, 12, 4, 6);
+  auto a = train(small_config(4), data, &data, test::softmax_factory(data));
+  auto b = train(small_config(4), data, &data, test::softmax_factory(data));
+  ASSERT_EQ(a.step_losses.size(), b.step_losses.size());
+  EXPECT_EQ(0, std::memcmp(a.step_losses.data(), b.step_losses.data(), a.step_losses.size() * sizeof(float)));
+  EXPECT_EQ(a.final_params, b.final_params);
+  auto other = small_config(4);
+  other.seed = 99;
+  auto c = train(other, data, &data, test::softmax_factory(data));
+  EXPECT_NE(a.step_losses, c.step_losses);
+}
+
+TEST(Trainer, LearnsAndReportsEpochs) {
+  const Dataset data = make_gaussian_clusters(800, 12, 4, 6);
+  const Dataset test_set = make_gaussian_clusters(200, 12, 4, 6).head(200);
+  auto r = train(small_config(2), data, &test_set, test::softmax_factory(data));
+  ASSERT_EQ(r.epochs.size(), 2u);
+  EXPECT_EQ(r.epochs[0].steps, 800u / 2 / 16);
+  EXPECT_LT(r.epochs[1].train_loss, r.step_losses.front());
+  EXPECT_GT(r.epochs[1].test_accuracy, 0.9);
+  EXPECT_EQ(r.samples, r.steps * 16 * 2);
+  ASSERT_EQ(r.comm.size(), 2u);
+  EXPECT_GT(r.comm[0].bytes_sent, 0u);
+}
+
+TEST(Trainer, RejectsImpossibleSettingsBeforeWork) {
+  const Dataset data = make_gaussian_clusters(100, 4, 2, 1);
+  auto c = small_config(0);
+  EXPECT_THROW(train(c, data, nullptr, test::softmax_factory(data)), Error);
+  c = small_config(4);
+  c.batch = 26;  // shards of 25
+  try {
+    train(c, data, nullptr, test::softmax_factory(data));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--batch 26 is larger than each worker's shard of 25"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A model that fails on one worker at a given step.
+class FailingModel : public SoftmaxRegression {
+ public:
+  FailingModel(size_t f, int c, int fail_after, bool nan)
+      : SoftmaxRegression(f, c, 5), fail_after_(fail_after), nan_(nan) {}
+  float forward_backward(const Batch& b) override {
+    if (fail_after_ >= 0 && calls_++ == fail_after_) {
+      if (nan_) return std::nanf("");
+      throw Error("disk on fire");
+    }
+    return SoftmaxRegression::forward_backward(b);
+  }
+
+ private:
+  int fail_after_;
+  int calls_ = 0;
+  bool nan_;
+};
+
+TEST(Trainer, AFailingWorkerStopsTheRunWithItsErrorInsteadOfHanging) {
+  const Dataset data = make_gaussian_clusters(400, 4, 2, 1);
+  for (const char* strategy : {"hybrid", "sequential"}) {
+    for (bool nan : {false, true}) {
+      int made = 0;
+      ModelFactory factory = [&]() -> std::unique_ptr<Model> {
+        return std::make_unique<FailingModel>(4, 2, made++ == 2 ? 3 : -1, nan);
+      };
+      auto c = small_config(3);
+      c.strategy.name = strategy;
+      c.comm_timeout = std::chrono::seconds(30);
+      try {
+        train(c, data, nullptr, factory);
+        FAIL() << "expected an error";
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        if (nan)
+          EXPECT_NE(what.find("worker 2: the loss became nan at step 4"), std::string::npos) << what;
+        else
+          EXPECT_EQ(what, "disk on fire");
+      }
+    }
+  }
+}
+
+TEST(RunReport, HoldsConfigEpochsLossCurveAndBytes) {
+  const Dataset data = make_gaussian_clusters(400, 4, 2, 1);
+  auto c = small_config(2);
+  c.log_every = 3;
+  auto r = train(c, data, &data, test::softmax_factory(data));
+  auto report = make_run_report({{"model", "softmax"}}, r);
+  EXPECT_EQ(report["config"]["model"], "softmax");
+  EXPECT_EQ(report["epochs"].size(), 2u);
+  EXPECT_EQ(report["loss_curve"][0]["step"], 3);
+  EXPECT_EQ(report["comm"].size(), 2u);
+  EXPECT_GT(report["summary"]["samples_per_s"].get<double>(), 0);
+
+  test::ScratchDir dir;
+  const std::string path = dir.file("run.json");
+  write_json_file(path, report);
+  std::ifstream in(path);
+  EXPECT_EQ(nlohmann::json::parse(in), report);
+  EXPECT_THROW(check_writable(dir.file("no/such/dir/run.json")), Error);
+}
+
+}  // namespace
+}  // namespace ptrain
