@@ -34,6 +34,11 @@ class Optimizer {
   virtual void set_lr(float lr) = 0;
 };
 
+// Throws ptrain::Error naming the first bad option (as its command-line flag,
+// e.g. "--lr must be > 0 (got -0.1)"). Every field is checked, whatever the kind,
+// so a typo in an unused option is not silently ignored.
+void validate_optimizer_config(const OptimizerConfig& config);
+
 // An optimizer for `size` parameters; its state (velocity, moments) is sized
 // once here, so step() allocates nothing. Throws ptrain::Error on lr <= 0,
 // momentum outside [0, 1), negative weight decay, betas outside [0, 1), eps <= 0.

@@ -1,0 +1,81 @@
+#include "optim/optimizer.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "optim/adam.hpp"
+#include "optim/sgd.hpp"
+
+namespace ptrain {
+
+OptimizerKind parse_optimizer_kind(const std::string& name) {
+  if (name == "sgd") return OptimizerKind::Sgd;
+  if (name == "momentum") return OptimizerKind::Momentum;
+  if (name == "nesterov") return OptimizerKind::Nesterov;
+  if (name == "adam") return OptimizerKind::Adam;
+  throw Error(
+      fmt::format("--optimizer must be one of sgd, momentum, nesterov, adam (got '{}')", name));
+}
+
+std::string to_string(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::Sgd:
+      return "sgd";
+    case OptimizerKind::Momentum:
+      return "momentum";
+    case OptimizerKind::Nesterov:
+      return "nesterov";
+    case OptimizerKind::Adam:
+      return "adam";
+  }
+  throw Error(fmt::format("unknown optimizer kind {}", static_cast<int>(kind)));
+}
+
+namespace {
+
+// The comparisons are written so that NaN fails them too.
+void require_positive(const char* flag, float value) {
+  if (!(std::isfinite(value) && value > 0.0f)) {
+    throw Error(fmt::format("{} must be > 0 (got {})", flag, value));
+  }
+}
+
+void require_non_negative(const char* flag, float value) {
+  if (!(std::isfinite(value) && value >= 0.0f)) {
+    throw Error(fmt::format("{} must be >= 0 (got {})", flag, value));
+  }
+}
+
+void require_unit_interval(const char* flag, float value) {
+  if (!(value >= 0.0f && value < 1.0f)) {
+    throw Error(fmt::format("{} must be in [0, 1) (got {})", flag, value));
+  }
+}
+
+}  // namespace
+
+void validate_optimizer_config(const OptimizerConfig& config) {
+  require_positive("--lr", config.lr);
+  require_unit_interval("--momentum", config.momentum);
+  require_non_negative("--weight-decay", config.weight_decay);
+  require_unit_interval("--beta1", config.beta1);
+  require_unit_interval("--beta2", config.beta2);
+  require_positive("--eps", config.eps);
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t size) {
+  validate_optimizer_config(config);
+  switch (config.kind) {
+    case OptimizerKind::Sgd:
+    case OptimizerKind::Momentum:
+    case OptimizerKind::Nesterov:
+      return std::make_unique<SgdOptimizer>(config, size);
+    case OptimizerKind::Adam:
+      return std::make_unique<AdamOptimizer>(config, size);
+  }
+  throw Error(fmt::format("unknown optimizer kind {}", static_cast<int>(config.kind)));
+}
+
+}  // namespace ptrain
