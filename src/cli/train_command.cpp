@@ -108,6 +108,7 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->option_defaults()->always_capture_default();
   o.train.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.train.epochs = 3;
+  o.train.batch = 32;
   o.data_dir = kDefaultFashionMnistDir;
   cmd->add_option("--model", o.model.name, "Model: " + joined(model_names()));
   cmd->add_option("--hidden", o.hidden, "MLP hidden widths, comma-separated");
@@ -122,7 +123,8 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--max-steps", o.train.max_steps, "Stop after this many steps (0: no limit)");
   cmd->add_option("--seed", o.train.seed, "Seed for data order and initial weights");
   cmd->add_option("--data", o.data_dir, "Directory with the Fashion-MNIST IDX files (.gz or not)");
-  cmd->add_flag("--standardize", o.standardize, "Standardise pixels with the training set's mean and deviation");
+  cmd->add_flag("--standardize,!--no-standardize", o.standardize,
+                "Standardise pixels with the training set's mean and deviation (else only scale to [0,1])");
   cmd->add_option("--train-samples", o.train_samples, "Use only the first N training samples (0: all)");
   cmd->add_option("--report", o.report_path, "Write a JSON run report to this file");
   cmd->add_option("--log-every", o.train.log_every, "Record the loss every k steps in the report");

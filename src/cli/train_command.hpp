@@ -10,13 +10,13 @@ namespace ptrain {
 struct TrainOptions {
   ModelConfig model;
   std::string hidden = "128";  // comma-separated widths, parsed into model.hidden
-  TrainConfig train;
+  TrainConfig train;  // batch defaults to 32 per worker here
   std::string optimizer = "adam";
   float lr = 1e-3f;
   float momentum = 0.9f;
   float weight_decay = 0.0f;
   std::string data_dir;
-  bool standardize = false;
+  bool standardize = true;
   size_t train_samples = 0;  // 0: the whole training set
   std::string report_path;
   int threads_per_worker = 1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -10,45 +11,61 @@
 namespace ptrain {
 
 LocalGroup::LocalGroup(int size, std::chrono::milliseconds timeout)
-    : size_(size), timeout_(timeout), arrived_(static_cast<size_t>(std::max(size, 0)), false),
-      slots_(static_cast<size_t>(std::max(size, 0))) {
+    : size_(size), timeout_(timeout), slots_(static_cast<size_t>(std::max(size, 0))) {
   if (size <= 0) throw Error("local group: needs at least one worker (got " + std::to_string(size) + ")");
+  arrived_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) arrived_[static_cast<size_t>(r)] = false;
 }
 
 void LocalGroup::abort(const std::string& reason) {
   std::lock_guard lock(mutex_);
   if (!aborted_) {
-    aborted_ = true;
     abort_reason_ = reason;
+    aborted_ = true;
   }
   cv_.notify_all();
 }
 
+void LocalGroup::throw_abort_reason() {
+  std::lock_guard lock(mutex_);
+  throw Error(abort_reason_);
+}
+
 void LocalGroup::arrive_and_wait(int rank, const char* what) {
-  std::unique_lock lock(mutex_);
-  if (aborted_) throw Error(abort_reason_);
-  const uint64_t my_generation = generation_;
+  if (aborted_) throw_abort_reason();
+  const uint64_t my_generation = generation_.load();
   arrived_[static_cast<size_t>(rank)] = true;
-  if (++waiting_ == size_) {
-    waiting_ = 0;
-    std::fill(arrived_.begin(), arrived_.end(), false);
-    ++generation_;
-    cv_.notify_all();
+  if (count_.fetch_add(1) + 1 == size_) {
+    count_ = 0;
+    for (int r = 0; r < size_; ++r) arrived_[static_cast<size_t>(r)] = false;
+    generation_.store(my_generation + 1);
+    if (sleepers_.load() > 0) {
+      std::lock_guard lock(mutex_);
+      cv_.notify_all();
+    }
     return;
   }
-  const bool done = cv_.wait_for(lock, timeout_, [&] { return generation_ != my_generation || aborted_; });
-  if (generation_ != my_generation) return;
+  constexpr int kSpins = 20000;
+  for (int i = 0; i < kSpins; ++i) {
+    if (generation_.load(std::memory_order_acquire) != my_generation) return;
+    if (aborted_.load(std::memory_order_relaxed)) throw_abort_reason();
+    if (i % 64 == 63) std::this_thread::yield();  // more workers than cores: let the late one run
+  }
+  std::unique_lock lock(mutex_);
+  sleepers_++;
+  const bool done = cv_.wait_for(lock, timeout_, [&] { return generation_.load() != my_generation || aborted_; });
+  sleepers_--;
+  if (generation_.load() != my_generation) return;
   if (aborted_) throw Error(abort_reason_);
   if (!done) {
     std::string missing;
     for (int r = 0; r < size_; ++r)
       if (!arrived_[static_cast<size_t>(r)]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    const std::string reason = fmt::format("{}: timed out after {:g} s waiting for worker(s) {}", what,
-                                           static_cast<double>(timeout_.count()) / 1000.0, missing);
+    abort_reason_ = fmt::format("{}: timed out after {:g} s waiting for worker(s) {}", what,
+                                static_cast<double>(timeout_.count()) / 1000.0, missing);
     aborted_ = true;
-    abort_reason_ = reason;
     cv_.notify_all();
-    throw Error(reason);
+    throw Error(abort_reason_);
   }
 }
 

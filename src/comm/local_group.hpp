@@ -3,6 +3,7 @@
 // A LocalGroup is the state they share; each thread talks through its own
 // LocalCommunicator. If one worker fails, abort() wakes every waiting worker
 // with an error instead of leaving it blocked.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -25,7 +26,9 @@ class LocalGroup {
   void abort(const std::string& reason);
 
   // Waits until all workers have arrived. `what` names the operation for the
-  // timeout error, which lists the workers that never arrived.
+  // timeout error, which lists the workers that never arrived. Spins briefly
+  // before sleeping: a step's collectives are microseconds apart, and a
+  // condition-variable wake-up alone costs tens of them.
   void arrive_and_wait(int rank, const char* what);
 
   // Slots where each worker publishes the buffer it brings to a collective.
@@ -38,12 +41,15 @@ class LocalGroup {
  private:
   const int size_;
   const std::chrono::milliseconds timeout_;
-  std::mutex mutex_;
+  [[noreturn]] void throw_abort_reason();
+
+  std::mutex mutex_;  // guards abort_reason_ and the sleep below
   std::condition_variable cv_;
-  uint64_t generation_ = 0;
-  std::vector<bool> arrived_;
-  int waiting_ = 0;
-  bool aborted_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> count_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> aborted_{false};
+  std::unique_ptr<std::atomic<bool>[]> arrived_;  // for the timeout message only
   std::string abort_reason_;
   std::vector<Slot> slots_;
 };

@@ -1,0 +1,43 @@
+// Samples/s of ptrain's hybrid training of the MLP on Fashion-MNIST, for the
+// side-by-side benchmark with a plain LibTorch loop and PyTorch DDP
+// (bench/hybrid_vs_peers.sh). Prints one JSON line like its peers.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "data/fashion_mnist.hpp"
+#include "model/torch/model_factory.hpp"
+#include "train/trainer.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"hybrid_throughput: samples/s of ptrain hybrid training on the MLP"};
+  int workers = 1;
+  size_t batch = 64, steps = 500, warmup = 50;
+  std::string strategy = "hybrid", data = ptrain::kDefaultFashionMnistDir;
+  app.add_option("--workers", workers)->capture_default_str();
+  app.add_option("--batch", batch, "per worker")->capture_default_str();
+  app.add_option("--steps", steps)->capture_default_str();
+  app.add_option("--warmup", warmup)->capture_default_str();
+  app.add_option("--strategy", strategy)->capture_default_str();
+  app.add_option("--data", data)->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    ptrain::set_compute_threads(1);
+    const ptrain::Dataset train_set = ptrain::load_fashion_mnist(data, ptrain::Split::Train);
+    ptrain::TrainConfig config;
+    config.workers = workers;
+    config.batch = batch;
+    config.strategy.name = strategy;
+    config.strategy.optimizer.kind = ptrain::OptimizerKind::Adam;
+    auto factory = [&] { return ptrain::make_model({"mlp", {128}, 1}, train_set.sample_shape(), 10); };
+    config.max_steps = warmup;  // warm caches and allocators, as the peers do
+    ptrain::train(config, train_set, nullptr, factory);
+    config.max_steps = steps;
+    const ptrain::RunResult r = ptrain::train(config, train_set, nullptr, factory);
+    fmt::print("{{\"peer\":\"ptrain-{}\",\"workers\":{},\"batch\":{},\"steps\":{},\"seconds\":{:.4f},\"samples_per_s\":{:.1f}}}\n",
+               strategy, workers, batch, steps, r.train_seconds, r.samples_per_s);
+  } catch (const ptrain::Error& e) {
+    fmt::print(stderr, "hybrid_throughput: error: {}\n", e.what());
+    return 1;
+  }
+}
