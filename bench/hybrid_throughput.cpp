@@ -14,13 +14,19 @@ int main(int argc, char** argv) {
   int workers = 1;
   size_t batch = 64, steps = 500, warmup = 50;
   std::string strategy = "hybrid", data = ptrain::kDefaultFashionMnistDir;
+  bool pin = true;
   app.add_option("--workers", workers)->capture_default_str();
   app.add_option("--batch", batch, "per worker")->capture_default_str();
   app.add_option("--steps", steps)->capture_default_str();
   app.add_option("--warmup", warmup)->capture_default_str();
   app.add_option("--strategy", strategy)->capture_default_str();
   app.add_option("--data", data)->capture_default_str();
+  app.add_flag("--pin,!--no-pin", pin, "pin worker r to core r")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (steps == 0) {
+    fmt::print(stderr, "hybrid_throughput: error: --steps must be at least 1\n");
+    return 1;
+  }
   try {
     ptrain::set_compute_threads(1);
     const ptrain::Dataset train_set = ptrain::load_fashion_mnist(data, ptrain::Split::Train);
@@ -28,10 +34,14 @@ int main(int argc, char** argv) {
     config.workers = workers;
     config.batch = batch;
     config.strategy.name = strategy;
+    config.pin_workers = pin;
+    config.epochs = 1000000;  // --steps decides the length, across epoch boundaries
     config.strategy.optimizer.kind = ptrain::OptimizerKind::Adam;
     auto factory = [&] { return ptrain::make_model({"mlp", {128}, 1}, train_set.sample_shape(), 10); };
-    config.max_steps = warmup;  // warm caches and allocators, as the peers do
-    ptrain::train(config, train_set, nullptr, factory);
+    if (warmup > 0) {  // warm caches and allocators, as the peers do
+      config.max_steps = warmup;
+      ptrain::train(config, train_set, nullptr, factory);
+    }
     config.max_steps = steps;
     const ptrain::RunResult r = ptrain::train(config, train_set, nullptr, factory);
     fmt::print("{{\"peer\":\"ptrain-{}\",\"workers\":{},\"batch\":{},\"steps\":{},\"seconds\":{:.4f},\"samples_per_s\":{:.1f}}}\n",

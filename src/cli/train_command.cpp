@@ -93,6 +93,7 @@ nlohmann::json config_json(const TrainOptions& o, const Dataset& train_set, cons
           {"test_samples", test_set.size()},
           {"standardize", o.standardize},
           {"threads_per_worker", o.threads_per_worker},
+          {"pin_workers", o.train.pin_workers},
           {"comm_timeout_s", o.comm_timeout_s},
           {"log_every", o.train.log_every},
           {"blas", blas.library},
@@ -129,6 +130,7 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--report", o.report_path, "Write a JSON run report to this file");
   cmd->add_option("--log-every", o.train.log_every, "Record the loss every k steps in the report");
   cmd->add_option("--threads-per-worker", o.threads_per_worker, "LibTorch and OpenBLAS threads per worker");
+  cmd->add_flag("--pin,!--no-pin", o.train.pin_workers, "Pin worker r to the r-th core the process may use");
   cmd->add_option("--comm-timeout", o.comm_timeout_s, "Seconds a worker waits for the others before failing");
   return cmd;
 }

@@ -4,16 +4,34 @@
 #include <cstring>
 #include <thread>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/thread_affinity.hpp"
 
 namespace ptrain {
+
+namespace {
+
+constexpr auto kSpinTime = std::chrono::milliseconds(2);
+
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+
+}  // namespace
 
 LocalGroup::LocalGroup(int size, std::chrono::milliseconds timeout)
     : size_(size), timeout_(timeout), slots_(static_cast<size_t>(std::max(size, 0))) {
   if (size <= 0) throw Error("local group: needs at least one worker (got " + std::to_string(size) + ")");
   arrived_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
+  oversubscribed_ = static_cast<size_t>(size) > std::max<size_t>(allowed_cpus().size(), 1);
   for (int r = 0; r < size; ++r) arrived_[static_cast<size_t>(r)] = false;
 }
 
@@ -45,11 +63,18 @@ void LocalGroup::arrive_and_wait(int rank, const char* what) {
     }
     return;
   }
-  constexpr int kSpins = 20000;
-  for (int i = 0; i < kSpins; ++i) {
+  // Spin a while before sleeping: waking a sleeping thread costs far more than
+  // the wait a step's collectives usually see. With more workers than cores,
+  // yield while spinning, so that the late worker gets this core.
+  const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+  for (uint32_t i = 1;; ++i) {
     if (generation_.load(std::memory_order_acquire) != my_generation) return;
     if (aborted_.load(std::memory_order_relaxed)) throw_abort_reason();
-    if (i % 64 == 63) std::this_thread::yield();  // more workers than cores: let the late one run
+    if (oversubscribed_)
+      std::this_thread::yield();
+    else
+      cpu_relax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > spin_until) break;
   }
   std::unique_lock lock(mutex_);
   sleepers_++;

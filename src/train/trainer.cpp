@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/stopwatch.hpp"
+#include "core/thread_affinity.hpp"
 #include "data/sharded_sampler.hpp"
 
 namespace ptrain {
@@ -74,6 +75,7 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
   FirstError first_error;
 
   auto run_worker = [&](int rank) {
+    if (config.pin_workers) pin_current_thread(rank);
     LocalCommunicator comm(group, rank);
     Model& model = *replicas[static_cast<size_t>(rank)];
     auto side = strategy->for_worker(model, comm);

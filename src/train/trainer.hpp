@@ -23,6 +23,7 @@ struct TrainConfig {
   size_t max_steps = 0;       // stop after this many steps in all (0: run every epoch to the end)
   size_t log_every = 10;      // record the loss every k steps
   std::chrono::milliseconds comm_timeout{60000};
+  bool pin_workers = true;    // worker r on the r-th allowed core (see core/thread_affinity.hpp)
 };
 
 struct EpochMetrics {
