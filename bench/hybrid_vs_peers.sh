@@ -25,10 +25,10 @@ for ((rep = 1; rep <= repeats; rep++)); do
   done
 done
 
-"$py" - "$results" "$batch" "$steps" "$repeats" <<'PY'
+"$py" - "$results" "$batch" "$steps" "$repeats" "$build/bench-hybrid.csv" <<'PY'
 import json, statistics, sys, os
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-batch, steps, repeats = sys.argv[2:5]
+batch, steps, repeats, csv_path = sys.argv[2:6]
 med = {}
 for r in rows:
     med.setdefault((r["peer"], r["workers"]), []).append(r["samples_per_s"])
@@ -43,10 +43,10 @@ for w in sorted({k[1] for k in med if k[0] == "ptrain-hybrid"}):
     h, d = med[("ptrain-hybrid", w)], med.get(("pytorch-ddp", w))
     print(f"| {w} | {h:,.0f} | {d:,.0f} | {loop if w == 1 else float('nan'):,.0f} | {h / d:.2f}x | {h / base:.2f}x |"
           .replace("| nan |", "| |"))
-with open("bench-hybrid.csv", "w") as f:
+with open(csv_path, "w") as f:
     f.write("peer,workers,batch,steps,samples_per_s\n")
     for r in rows:
         f.write(f'{r["peer"]},{r["workers"]},{r["batch"]},{r["steps"]},{r["samples_per_s"]}\n')
 print()
-print("every run: bench-hybrid.csv")
+print(f"every run: {csv_path}")
 PY

@@ -14,6 +14,17 @@ struct Metrics {
   double loss = 0;      // mean cross-entropy
   double accuracy = 0;  // fraction of samples classified correctly
   size_t samples = 0;
+
+  // From a summed loss and a count of correct answers over `samples` samples.
+  static Metrics from_sums(double loss_sum, size_t correct, size_t samples) {
+    Metrics m;
+    m.samples = samples;
+    if (samples > 0) {
+      m.loss = loss_sum / static_cast<double>(samples);
+      m.accuracy = static_cast<double>(correct) / static_cast<double>(samples);
+    }
+    return m;
+  }
 };
 
 class Model {

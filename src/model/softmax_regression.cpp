@@ -64,7 +64,6 @@ float SoftmaxRegression::forward_backward(const Batch& batch) {
 }
 
 Metrics SoftmaxRegression::evaluate(const Dataset& data) {
-  Metrics m;
   double loss = 0;
   size_t correct = 0;
   for (size_t i = 0; i < data.size(); ++i) {
@@ -74,12 +73,7 @@ Metrics SoftmaxRegression::evaluate(const Dataset& data) {
     const auto best = static_cast<size_t>(std::max_element(probs_.begin(), probs_.end()) - probs_.begin());
     correct += best == y;
   }
-  m.samples = data.size();
-  if (m.samples > 0) {
-    m.loss = loss / static_cast<double>(m.samples);
-    m.accuracy = static_cast<double>(correct) / static_cast<double>(m.samples);
-  }
-  return m;
+  return Metrics::from_sums(loss, static_cast<size_t>(correct), data.size());
 }
 
 }  // namespace ptrain

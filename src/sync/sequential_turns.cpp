@@ -8,8 +8,12 @@
 
 namespace ptrain {
 
-SequentialGroup::SequentialGroup(const OptimizerConfig& optimizer, size_t num_params, int workers)
-    : central_(num_params), optimizer_(make_optimizer(optimizer, num_params)), workers_(workers) {}
+SequentialGroup::SequentialGroup(const StrategyConfig& config, size_t num_params, int workers)
+    : central_(num_params),
+      optimizer_(make_optimizer(config.optimizer, num_params)),
+      workers_(workers),
+      // A turn waits for the G-1 turns before it, each a whole forward and backward pass.
+      turn_timeout_(config.timeout * std::max(workers, 1)) {}
 
 std::unique_ptr<WorkerStrategy> SequentialGroup::for_worker(Model& model, Communicator& comm) {
   return std::make_unique<SequentialTurns>(*this, model, comm);
@@ -38,19 +42,23 @@ float SequentialTurns::step(const Batch& batch) {
   const uint64_t my_turn = local_step_++ * static_cast<uint64_t>(group_.workers_) +
                            static_cast<uint64_t>(comm_.rank());
   std::unique_lock lock(group_.mutex_);
-  // A turn waits for the G-1 turns before it; their compute time is not bounded
-  // by a per-message timeout, so the wait scales with the group.
-  const bool ready = group_.turn_changed_.wait_for(lock, std::chrono::minutes(10), [&] {
+  const bool ready = group_.turn_changed_.wait_for(lock, group_.turn_timeout_, [&] {
     return group_.turn_ == my_turn || group_.aborted_;
   });
   if (group_.aborted_) throw Error(group_.abort_reason_);
   if (!ready)
-    throw Error(fmt::format("sequential: worker {} timed out waiting for turn {} (turn {} never finished)",
-                            comm_.rank(), my_turn, group_.turn_));
+    throw Error(fmt::format("sequential: worker {} timed out after {:g} s waiting for its turn {}: worker {} "
+                            "never finished turn {}",
+                            comm_.rank(), static_cast<double>(group_.turn_timeout_.count()) / 1000.0, my_turn,
+                            group_.turn_ % static_cast<uint64_t>(group_.workers_), group_.turn_));
+  lock.unlock();
+  // Only the worker whose turn it is touches the central weights, so the
+  // compute runs without the lock and the others can still time out.
   auto params = model_.params();
   std::copy(group_.central_.begin(), group_.central_.end(), params.begin());
   const float loss = model_.forward_backward(batch);
   group_.optimizer_->step(group_.central_, model_.grads());
+  lock.lock();
   group_.turn_++;
   group_.turn_changed_.notify_all();
   return loss;

@@ -14,7 +14,7 @@ namespace ptrain {
 
 class SequentialGroup : public StrategyGroup {
  public:
-  SequentialGroup(const OptimizerConfig& optimizer, size_t num_params, int workers);
+  SequentialGroup(const StrategyConfig& config, size_t num_params, int workers);
   std::unique_ptr<WorkerStrategy> for_worker(Model& model, Communicator& comm) override;
   void abort(const std::string& reason) override;
 
@@ -28,6 +28,7 @@ class SequentialGroup : public StrategyGroup {
   std::vector<float> central_;
   std::unique_ptr<Optimizer> optimizer_;
   int workers_;
+  std::chrono::milliseconds turn_timeout_;
 };
 
 class SequentialTurns : public WorkerStrategy {

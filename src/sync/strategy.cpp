@@ -15,7 +15,7 @@ std::unique_ptr<StrategyGroup> make_strategy_group(const StrategyConfig& config,
                                                    int workers) {
   if (config.name == "hybrid") return std::make_unique<HybridGroup>(config.optimizer);
   if (config.name == "sequential")
-    return std::make_unique<SequentialGroup>(config.optimizer, num_params, workers);
+    return std::make_unique<SequentialGroup>(config, num_params, workers);
   throw Error("--strategy: unknown strategy '" + config.name + "' (choose hybrid or sequential)");
 }
 

@@ -2,6 +2,7 @@
 // A synchronization strategy decides when a gradient is applied and to which
 // parameter version (DESIGN.md). It drives a Model, a Communicator and an
 // Optimizer and owns none of their code.
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ class WorkerStrategy {
 struct StrategyConfig {
   std::string name = "hybrid";  // hybrid | sequential
   OptimizerConfig optimizer;
+  // How long a worker waits on the others (a collective, a turn) before failing.
+  std::chrono::milliseconds timeout{60000};
 };
 
 // The names --strategy accepts now.

@@ -65,7 +65,9 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
   for (int r = 0; r < workers; ++r) replicas.push_back(make_replica());
   const size_t num_params = replicas[0]->params().size();
   auto group = std::make_shared<LocalGroup>(workers, config.comm_timeout);
-  auto strategy = make_strategy_group(config.strategy, num_params, workers);
+  StrategyConfig strategy_config = config.strategy;
+  strategy_config.timeout = config.comm_timeout;
+  auto strategy = make_strategy_group(strategy_config, num_params, workers);
 
   // losses[r][s]: worker r's batch loss at step s. Each worker writes its own row;
   // worker 0 reads the others only after a barrier.

@@ -137,6 +137,9 @@ struct MatchCase {
   OptimizerConfig config;
 };
 
+// Keeps CTest's test names short: without it gtest prints the case's bytes.
+void PrintTo(const MatchCase& match, std::ostream* out) { *out << match.name; }
+
 MatchCase match_case(const char* name, OptimizerKind kind, float lr, float weight_decay) {
   OptimizerConfig config;
   config.kind = kind;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <thread>
 
 #include "core/error.hpp"
 #include "test_models.hpp"
@@ -104,6 +105,44 @@ TEST(Trainer, AFailingWorkerStopsTheRunWithItsErrorInsteadOfHanging) {
         else
           EXPECT_EQ(what, "disk on fire");
       }
+    }
+  }
+}
+
+// A model whose forward pass stalls once, on one worker.
+class StallingModel : public SoftmaxRegression {
+ public:
+  StallingModel(size_t f, int c, int stall_at) : SoftmaxRegression(f, c, 5), stall_at_(stall_at) {}
+  float forward_backward(const Batch& b) override {
+    if (calls_++ == stall_at_) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    return SoftmaxRegression::forward_backward(b);
+  }
+
+ private:
+  int stall_at_;
+  int calls_ = 0;
+};
+
+TEST(Trainer, AWorkerThatNeverArrivesIsNamedInATimeout) {
+  const Dataset data = make_gaussian_clusters(400, 4, 2, 1);
+  for (const char* strategy : {"hybrid", "sequential"}) {
+    int made = 0;
+    ModelFactory factory = [&]() -> std::unique_ptr<Model> {
+      return std::make_unique<StallingModel>(4, 2, made++ == 1 ? 2 : -1);
+    };
+    auto c = small_config(3);
+    c.strategy.name = strategy;
+    c.comm_timeout = std::chrono::milliseconds(100);
+    try {
+      train(c, data, nullptr, factory);
+      FAIL() << "expected a timeout with " << strategy;
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("timed out"), std::string::npos) << what;
+      if (std::string(strategy) == "hybrid")
+        EXPECT_NE(what.find("allreduce: timed out after 0.1 s waiting for worker(s) 1"), std::string::npos) << what;
+      else
+        EXPECT_NE(what.find("worker 1 never finished"), std::string::npos) << what;
     }
   }
 }

@@ -63,13 +63,7 @@ Metrics FlatModule::evaluate(const Dataset& data) {
                 .item<double>();
     correct += out.argmax(1).eq(y).sum().item<int64_t>();
   }
-  Metrics m;
-  m.samples = data.size();
-  if (m.samples > 0) {
-    m.loss = loss / static_cast<double>(m.samples);
-    m.accuracy = static_cast<double>(correct) / static_cast<double>(m.samples);
-  }
-  return m;
+  return Metrics::from_sums(loss, static_cast<size_t>(correct), data.size());
 }
 
 }  // namespace ptrain
