@@ -135,7 +135,7 @@ void LocalCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm) {
   for (int r = 0; r < n; ++r) {
     if (r == rank_) continue;
     const size_t a = slice_begin(r), b = slice_begin(r + 1);
-    std::memcpy(mine + a, peers[static_cast<size_t>(r)] + a, (b - a) * sizeof(float));
+    if (b > a) std::memcpy(mine + a, peers[static_cast<size_t>(r)] + a, (b - a) * sizeof(float));
   }
   // Nobody may change its buffer while a peer still copies from it.
   group_->arrive_and_wait(rank_, "allreduce");
@@ -152,7 +152,7 @@ void LocalCommunicator::broadcast(std::span<std::byte> data, int root) {
   if (size() == 1) return;
   publish(data.data(), data.size_bytes(), "broadcast");
   if (rank_ != root) {
-    std::memcpy(data.data(), group_->slot(root).data, data.size_bytes());
+    if (!data.empty()) std::memcpy(data.data(), group_->slot(root).data, data.size_bytes());
     stats_.bytes_received += data.size_bytes();
   } else {
     stats_.bytes_sent += data.size_bytes() * static_cast<uint64_t>(size() - 1);
