@@ -1,35 +1,23 @@
 #include "model/blas_check.hpp"
 
 #include <dlfcn.h>
-#include <link.h>
 
-#include <cstring>
 #include <filesystem>
 
 namespace ptrain {
 
-namespace {
-
-int find_libblas(struct dl_phdr_info* info, size_t, void* out) {
-  if (info->dlpi_name && std::strstr(info->dlpi_name, "libblas.so")) {
-    *static_cast<std::string*>(out) = info->dlpi_name;
-    return 1;
-  }
-  return 0;
-}
-
-}  // namespace
-
 BlasInfo detect_blas() {
+  // The library that answers sgemm_ in the global scope is the one LibTorch's
+  // matrix products call. (OpenBLAS may be loaded as well, through
+  // liblapack.so.3, while the reference libblas.so.3 still answers sgemm_.)
   BlasInfo info;
-  std::string loaded;
-  dl_iterate_phdr(find_libblas, &loaded);
-  if (!loaded.empty()) {
-    std::error_code ec;
-    auto resolved = std::filesystem::canonical(loaded, ec);
-    info.library = ec ? loaded : resolved.string();
-  }
-  info.is_openblas = dlsym(RTLD_DEFAULT, "openblas_get_config") != nullptr;
+  Dl_info where{};
+  void* sgemm = dlsym(RTLD_DEFAULT, "sgemm_");
+  if (!sgemm || dladdr(sgemm, &where) == 0 || !where.dli_fname) return info;
+  std::error_code ec;
+  const auto resolved = std::filesystem::canonical(where.dli_fname, ec);
+  info.library = ec ? where.dli_fname : resolved.string();
+  info.is_openblas = info.library.find("openblas") != std::string::npos;
   // Debian installs the reference BLAS under .../blas/; OpenBLAS under .../openblas-*/.
   info.is_reference = !info.is_openblas && info.library.find("/blas/") != std::string::npos;
   return info;

@@ -6,7 +6,7 @@
 namespace ptrain {
 
 struct BlasInfo {
-  std::string library;    // resolved path of the loaded libblas, or "" if none
+  std::string library;  // resolved path of the library that provides sgemm_, or "" if none
   bool is_openblas = false;
   bool is_reference = false;  // the netlib reference implementation
 };

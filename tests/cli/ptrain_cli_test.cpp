@@ -16,9 +16,10 @@ struct Outcome {
   std::string out, err;
 };
 
-Outcome run_ptrain(const std::string& args) {
+Outcome run_ptrain_with_env(const std::string& env, const std::string& args) {
   test::ScratchDir dir;
-  const std::string command = std::string(PTRAIN_EXE) + " " + args + " >" + dir.file("out") + " 2>" + dir.file("err");
+  const std::string command = env + " " + std::string(PTRAIN_EXE) + " " + args + " >" + dir.file("out") + " 2>" +
+                              dir.file("err");
   const int status = std::system(command.c_str());
   Outcome o;
   o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -30,6 +31,8 @@ Outcome run_ptrain(const std::string& args) {
   o.err = slurp(dir.file("err"));
   return o;
 }
+
+Outcome run_ptrain(const std::string& args) { return run_ptrain_with_env("", args); }
 
 size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 
@@ -116,6 +119,27 @@ TEST(PtrainCli, CorruptDataIsAOneLineErrorNamingTheFile) {
   EXPECT_EQ(lines(o.err), 1u) << o.err;
   EXPECT_NE(o.err.find("train-images-idx3-ubyte.gz"), std::string::npos) << o.err;
   EXPECT_FALSE(std::filesystem::exists(report));
+}
+
+}  // namespace
+}  // namespace ptrain
+
+namespace ptrain {
+namespace {
+
+TEST(PtrainCli, WarnsWhenTheReferenceBlasIsLoaded) {
+  const std::string reference_dir = "/usr/lib/x86_64-linux-gnu/blas";
+  if (!std::filesystem::exists(reference_dir + "/libblas.so.3")) GTEST_SKIP() << "no reference BLAS installed";
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  const std::string args = "train --workers 1 --train-samples 256 --max-steps 2 --epochs 1";
+  // The loader takes libblas.so.3 from LD_LIBRARY_PATH before the system alternative.
+  const Outcome slow = run_ptrain_with_env("LD_LIBRARY_PATH=" + reference_dir, args);
+  EXPECT_EQ(slow.exit_code, 0) << slow.err;
+  EXPECT_NE(slow.err.find("warning: the reference BLAS is loaded"), std::string::npos) << slow.err;
+  const Outcome fast = run_ptrain(args);
+  EXPECT_EQ(fast.exit_code, 0) << fast.err;
+  EXPECT_EQ(fast.err.find("reference BLAS"), std::string::npos) << fast.err;
+  EXPECT_NE(fast.out.find("openblas"), std::string::npos) << fast.out;
 }
 
 }  // namespace
