@@ -1,8 +1,9 @@
 // Samples/s of ptrain's hybrid training of the MLP on Fashion-MNIST, for the
 // side-by-side benchmark with a plain LibTorch loop and PyTorch DDP
 // (bench/hybrid_vs_peers.sh). Prints one JSON line like its peers.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 
 #include "core/error.hpp"
 #include "data/fashion_mnist.hpp"
@@ -44,8 +45,10 @@ int main(int argc, char** argv) {
     }
     config.max_steps = steps;
     const ptrain::RunResult r = ptrain::train(config, train_set, nullptr, factory);
-    fmt::print("{{\"peer\":\"ptrain-{}\",\"workers\":{},\"batch\":{},\"steps\":{},\"seconds\":{:.4f},\"samples_per_s\":{:.1f}}}\n",
-               strategy, workers, batch, steps, r.train_seconds, r.samples_per_s);
+    fmt::print(
+        "{{\"peer\":\"ptrain-{}\",\"workers\":{},\"batch\":{},\"steps\":{},\"seconds\":{:.4f},\"samples_per_"
+        "s\":{:.1f}}}\n",
+        strategy, workers, batch, steps, r.train_seconds, r.samples_per_s);
   } catch (const ptrain::Error& e) {
     fmt::print(stderr, "hybrid_throughput: error: {}\n", e.what());
     return 1;

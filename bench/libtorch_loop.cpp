@@ -1,11 +1,11 @@
 // Plain single-process LibTorch peer for the ptrain throughput benchmark:
 // trains the MLP 784-128-10 (ReLU, cross-entropy, Adam lr 1e-3) on
 // Fashion-MNIST with one thread and prints one JSON line with samples/s.
-#include <CLI/CLI.hpp>
 #include <dlfcn.h>
 #include <torch/torch.h>
 #include <zlib.h>
 
+#include <CLI/CLI.hpp>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -26,7 +26,8 @@ std::vector<uint8_t> read_idx(const std::string& path, size_t header) {
   std::vector<uint8_t> bytes;
   std::array<uint8_t, 1 << 16> chunk;
   int n = 0;
-  while ((n = gzread(file, chunk.data(), chunk.size())) > 0) bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
+  while ((n = gzread(file, chunk.data(), chunk.size())) > 0)
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
   gzclose(file);
   if (n < 0 || bytes.size() < header) throw std::runtime_error("cannot read " + path);
   bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(header));
@@ -67,13 +68,15 @@ int main(int argc, char** argv) {
     const auto x = torch::from_blob(images.data(), {n, kPixels}, torch::kUInt8).to(torch::kFloat32).div_(255);
     const auto y = torch::from_blob(labels.data(), {n}, torch::kUInt8).to(torch::kInt64);
 
-    torch::nn::Sequential model(torch::nn::Linear(kPixels, 128), torch::nn::ReLU(), torch::nn::Linear(128, 10));
+    torch::nn::Sequential model(torch::nn::Linear(kPixels, 128), torch::nn::ReLU(),
+                                torch::nn::Linear(128, 10));
     torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3));
 
     auto step = [&] {
       const auto idx = torch::randint(n, {batch}, torch::kInt64);
       opt.zero_grad();
-      auto loss = torch::nn::functional::cross_entropy(model->forward(x.index_select(0, idx)), y.index_select(0, idx));
+      auto loss = torch::nn::functional::cross_entropy(model->forward(x.index_select(0, idx)),
+                                                       y.index_select(0, idx));
       loss.backward();
       opt.step();
     };
@@ -83,9 +86,11 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < steps; ++i) step();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-    std::printf("{\"peer\":\"libtorch-loop\",\"workers\":1,\"batch\":%lld,\"steps\":%lld,\"seconds\":%.6f,\"samples_per_s\":%.2f}\n",
-                static_cast<long long>(batch), static_cast<long long>(steps), seconds,
-                static_cast<double>(batch * steps) / seconds);
+    std::printf(
+        "{\"peer\":\"libtorch-loop\",\"workers\":1,\"batch\":%lld,\"steps\":%lld,\"seconds\":%.6f,\"samples_"
+        "per_s\":%.2f}\n",
+        static_cast<long long>(batch), static_cast<long long>(steps), seconds,
+        static_cast<double>(batch * steps) / seconds);
   } catch (const std::exception& e) {
     // c10::Error's what() carries a backtrace; its first line is the message.
     std::string what = e.what();

@@ -1,12 +1,12 @@
 #include "test_support.hpp"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <atomic>
 #include <fstream>
 #include <random>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace ptrain::test {
 

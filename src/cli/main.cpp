@@ -1,6 +1,7 @@
 // ptrain: train neural networks with many workers.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 
 #include "cli/train_command.hpp"
 #include "core/error.hpp"

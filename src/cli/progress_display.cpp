@@ -1,10 +1,9 @@
 #include "cli/progress_display.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <string>
-
-#include <fmt/format.h>
 
 namespace ptrain {
 
@@ -17,8 +16,8 @@ void ProgressDisplay::progress(const Progress& p) {
     const int filled = static_cast<int>(fraction * kWidth);
     std::string bar(static_cast<size_t>(filled), '=');
     if (filled < kWidth) bar += '>' + std::string(static_cast<size_t>(kWidth - filled - 1), ' ');
-    fmt::print(out_, "\repoch {}/{} [{}] {:3.0f}%  loss {:.4f}  {:.0f} samples/s\x1b[K", p.epoch, p.epochs, bar,
-               100 * fraction, p.loss, p.samples_per_s);
+    fmt::print(out_, "\repoch {}/{} [{}] {:3.0f}%  loss {:.4f}  {:.0f} samples/s\x1b[K", p.epoch, p.epochs,
+               bar, 100 * fraction, p.loss, p.samples_per_s);
     std::fflush(out_);
     return;
   }
@@ -34,8 +33,10 @@ void ProgressDisplay::progress(const Progress& p) {
 
 void ProgressDisplay::epoch_end(const EpochMetrics& m, size_t epochs) {
   if (terminal_) fmt::print(out_, "\r\x1b[K");
-  fmt::print(out_, "epoch {}/{}  train loss {:.4f}  test loss {:.4f}  test accuracy {:.2f}%  {:.0f} samples/s  {:.1f} s\n",
-             m.epoch, epochs, m.train_loss, m.test_loss, 100 * m.test_accuracy, m.samples_per_s, m.seconds);
+  fmt::print(
+      out_,
+      "epoch {}/{}  train loss {:.4f}  test loss {:.4f}  test accuracy {:.2f}%  {:.0f} samples/s  {:.1f} s\n",
+      m.epoch, epochs, m.train_loss, m.test_loss, 100 * m.test_accuracy, m.samples_per_s, m.seconds);
   std::fflush(out_);
 }
 

@@ -1,8 +1,8 @@
 #include "cli/train_command.hpp"
 
-#include <thread>
-
 #include <fmt/format.h>
+
+#include <thread>
 
 #include "cli/progress_display.hpp"
 #include "core/error.hpp"
@@ -54,11 +54,13 @@ void check_options(TrainOptions& o) {
   if (o.train.epochs < 1) throw Error("--epochs must be at least 1");
   if (o.threads_per_worker < 1)
     throw Error(fmt::format("--threads-per-worker must be at least 1 (got {})", o.threads_per_worker));
-  if (!(o.comm_timeout_s > 0)) throw Error(fmt::format("--comm-timeout must be > 0 seconds (got {})", o.comm_timeout_s));
+  if (!(o.comm_timeout_s > 0))
+    throw Error(fmt::format("--comm-timeout must be > 0 seconds (got {})", o.comm_timeout_s));
   if (!contains(model_names(), o.model.name))
     throw Error("--model: unknown model '" + o.model.name + "' (choose " + joined(model_names()) + ")");
   if (!contains(strategy_names(), o.train.strategy.name))
-    throw Error("--strategy: unknown strategy '" + o.train.strategy.name + "' (choose " + joined(strategy_names()) + ")");
+    throw Error("--strategy: unknown strategy '" + o.train.strategy.name + "' (choose " +
+                joined(strategy_names()) + ")");
   o.model.hidden = parse_widths(o.hidden);
   OptimizerConfig opt;
   opt.kind = parse_optimizer_kind(o.optimizer);
@@ -100,7 +102,9 @@ nlohmann::json config_json(const TrainOptions& o, const Dataset& train_set, cons
           {"hardware_threads", std::thread::hardware_concurrency()}};
 }
 
-std::string mib(uint64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
+std::string mib(uint64_t bytes) {
+  return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
 
 }  // namespace
 
@@ -157,15 +161,17 @@ int run_train_command(TrainOptions& o) {
   }
   const size_t shard = shard_size(train_set.size(), o.train.workers);
   if (o.train.batch > shard)
-    throw Error(fmt::format("--batch {} is larger than each worker's shard of {} samples ({} samples, {} workers)",
-                            o.train.batch, shard, train_set.size(), o.train.workers));
+    throw Error(
+        fmt::format("--batch {} is larger than each worker's shard of {} samples ({} samples, {} workers)",
+                    o.train.batch, shard, train_set.size(), o.train.workers));
 
   auto factory = [&] { return make_model(o.model, train_set.sample_shape(), train_set.num_classes()); };
   const size_t num_params = factory()->params().size();
-  fmt::print("ptrain: {} model ({} parameters), {} strategy, local backend: {} workers as threads, "
-             "{} compute thread(s) each; BLAS {}\n",
-             o.model.name, num_params, o.train.strategy.name, o.train.workers, o.threads_per_worker,
-             blas.library.empty() ? "not found" : blas.library);
+  fmt::print(
+      "ptrain: {} model ({} parameters), {} strategy, local backend: {} workers as threads, "
+      "{} compute thread(s) each; BLAS {}\n",
+      o.model.name, num_params, o.train.strategy.name, o.train.workers, o.threads_per_worker,
+      blas.library.empty() ? "not found" : blas.library);
   fmt::print("ptrain: data {}: {} training and {} test samples; batch {} per worker\n", o.data_dir,
              train_set.size(), test_set.size(), o.train.batch);
 
@@ -189,7 +195,8 @@ int run_train_command(TrainOptions& o) {
              result.train_seconds, result.wall_seconds);
   fmt::print("  comm         {} sent by the busiest worker\n", mib(sent));
   if (!o.report_path.empty()) {
-    write_json_file(o.report_path, make_run_report(config_json(o, train_set, test_set, num_params, blas), result));
+    write_json_file(o.report_path,
+                    make_run_report(config_json(o, train_set, test_set, num_params, blas), result));
     fmt::print("  report       {}\n", o.report_path);
   }
   return 0;

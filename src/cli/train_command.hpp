@@ -10,7 +10,7 @@ namespace ptrain {
 struct TrainOptions {
   ModelConfig model;
   std::string hidden = "128";  // comma-separated widths, parsed into model.hidden
-  TrainConfig train;  // batch defaults to 32 per worker here
+  TrainConfig train;           // batch defaults to 32 per worker here
   std::string optimizer = "adam";
   float lr = 1e-3f;
   float momentum = 0.9f;

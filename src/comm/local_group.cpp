@@ -78,7 +78,8 @@ void LocalGroup::arrive_and_wait(int rank, const char* what) {
   }
   std::unique_lock lock(mutex_);
   sleepers_++;
-  const bool done = cv_.wait_for(lock, timeout_, [&] { return generation_.load() != my_generation || aborted_; });
+  const bool done =
+      cv_.wait_for(lock, timeout_, [&] { return generation_.load() != my_generation || aborted_; });
   sleepers_--;
   if (generation_.load() != my_generation) return;
   if (aborted_) throw Error(abort_reason_);

@@ -49,7 +49,7 @@ class LocalGroup {
   std::atomic<int> count_{0};
   std::atomic<int> sleepers_{0};
   std::atomic<bool> aborted_{false};
-  bool oversubscribed_ = false;  // more workers than cores: sleep instead of spinning
+  bool oversubscribed_ = false;                   // more workers than cores: sleep instead of spinning
   std::unique_ptr<std::atomic<bool>[]> arrived_;  // for the timeout message only
   std::string abort_reason_;
   std::vector<Slot> slots_;

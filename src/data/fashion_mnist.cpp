@@ -62,8 +62,8 @@ Dataset load_fashion_mnist(const std::string& dir, Split split) {
   const IdxArray images = read_idx_ubyte(images_path, 3);
   const IdxArray labels = read_idx_ubyte(labels_path, 1);
   if (images.count() != labels.count())
-    throw Error(images_path + " holds " + std::to_string(images.count()) + " images but " +
-                labels_path + " holds " + std::to_string(labels.count()) + " labels");
+    throw Error(images_path + " holds " + std::to_string(images.count()) + " images but " + labels_path +
+                " holds " + std::to_string(labels.count()) + " labels");
 
   std::vector<int64_t> label_values(labels.data.size());
   for (size_t i = 0; i < labels.data.size(); ++i) {
@@ -80,8 +80,7 @@ Dataset load_fashion_mnist(const std::string& dir, Split split) {
   for (size_t i = 0; i < images.data.size(); ++i) features[i] = pixel_value[images.data[i]];
 
   const std::string name = split == Split::Train ? "fashion-mnist/train" : "fashion-mnist/test";
-  return Dataset(name,
-                 {1, static_cast<int64_t>(images.dims[1]), static_cast<int64_t>(images.dims[2])},
+  return Dataset(name, {1, static_cast<int64_t>(images.dims[1]), static_cast<int64_t>(images.dims[2])},
                  std::move(features), std::move(label_values), kClasses);
 }
 

@@ -152,8 +152,7 @@ class GzipSource final : public ByteSource {
   bool another_member_follows() {
     if (stream_.avail_in < 2) refill();
     if (stream_.avail_in == 0) return false;
-    if (stream_.avail_in >= 2 && stream_.next_in[0] == 0x1f && stream_.next_in[1] == 0x8b)
-      return true;
+    if (stream_.avail_in >= 2 && stream_.next_in[0] == 0x1f && stream_.next_in[1] == 0x8b) return true;
     throw Error(path_ + ": unexpected bytes after the end of the gzip stream");
   }
 
@@ -175,8 +174,7 @@ uint32_t big_endian_u32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
-std::string truncated_header(const std::string& path, size_t needed, size_t found,
-                             const ByteSource& source) {
+std::string truncated_header(const std::string& path, size_t needed, size_t found, const ByteSource& source) {
   return path + ": truncated: the IDX header needs " + std::to_string(needed) + " bytes, found " +
          std::to_string(found) + end_note(source);
 }
@@ -192,8 +190,7 @@ std::vector<uint8_t> read_data(ByteSource& source, uint64_t expected) {
     const size_t got = source.read(data.data() + filled, capacity - filled);
     filled += got;
     if (filled < capacity || capacity == expected) break;
-    capacity =
-        static_cast<size_t>(std::min<uint64_t>(expected, uint64_t{capacity} * 2 + kChunkBytes));
+    capacity = static_cast<size_t>(std::min<uint64_t>(expected, uint64_t{capacity} * 2 + kChunkBytes));
   }
   data.resize(filled);
   return data;
@@ -245,8 +242,7 @@ IdxArray read_idx_ubyte(const std::string& path, size_t expected_rank) {
                 " is not unsigned byte (0x08), the only type supported");
   const size_t rank = magic[3];
   if (rank != expected_rank)
-    throw Error(path + ": IDX rank " + std::to_string(rank) + ", expected " +
-                std::to_string(expected_rank));
+    throw Error(path + ": IDX rank " + std::to_string(rank) + ", expected " + std::to_string(expected_rank));
 
   std::vector<uint8_t> dim_bytes(4 * rank);
   const size_t dims_found = source->read(dim_bytes.data(), dim_bytes.size());
@@ -275,8 +271,8 @@ IdxArray read_idx_ubyte(const std::string& path, size_t expected_rank) {
   const uint64_t extra = count_remaining(*source, kMaxDataBytes);
   if (extra > 0)
     throw Error(path + ": " + (extra >= kMaxDataBytes ? "over " : "") + std::to_string(extra) +
-                " extra bytes after the " + std::to_string(expected) + " data bytes of a " +
-                shape_text + " array");
+                " extra bytes after the " + std::to_string(expected) + " data bytes of a " + shape_text +
+                " array");
   // All data arrived but the gzip trailer (CRC-32 and length) did not: the
   // bytes are unverified, so refuse them rather than guess.
   if (source->cut_short())

@@ -14,8 +14,7 @@ constexpr uint64_t kDataOrderStream = 0x5A4D'504C'4552ull;
 
 }  // namespace
 
-ShardedSampler::ShardedSampler(size_t dataset_size, size_t workers, size_t rank, size_t batch,
-                               uint64_t seed)
+ShardedSampler::ShardedSampler(size_t dataset_size, size_t workers, size_t rank, size_t batch, uint64_t seed)
     : dataset_size_(dataset_size), workers_(workers), rank_(rank), batch_(batch), seed_(seed) {
   if (workers == 0) throw Error("sampler: the number of workers must be at least 1");
   if (rank >= workers)

@@ -47,14 +47,11 @@ class NormalSource {
 
 }  // namespace
 
-Dataset make_gaussian_clusters(size_t samples, size_t features, int classes, uint64_t seed,
-                               float spread) {
+Dataset make_gaussian_clusters(size_t samples, size_t features, int classes, uint64_t seed, float spread) {
   if (features == 0) throw Error("synthetic data: needs at least one feature");
-  if (classes <= 0)
-    throw Error("synthetic data: needs at least one class, got " + std::to_string(classes));
+  if (classes <= 0) throw Error("synthetic data: needs at least one class, got " + std::to_string(classes));
   if (!(spread >= 0) || !std::isfinite(spread))
-    throw Error("synthetic data: spread must be finite and non-negative, got " +
-                std::to_string(spread));
+    throw Error("synthetic data: spread must be finite and non-negative, got " + std::to_string(spread));
 
   const auto class_count = static_cast<size_t>(classes);
   Rng centre_rng(derive_seed(seed, kCentreStream));
@@ -72,8 +69,8 @@ Dataset make_gaussian_clusters(size_t samples, size_t features, int classes, uin
     float* row = &values[i * features];
     for (size_t f = 0; f < features; ++f) row[f] = centre[f] + spread * noise.next();
   }
-  return Dataset("gaussian-clusters", {static_cast<int64_t>(features)}, std::move(values),
-                 std::move(labels), classes);
+  return Dataset("gaussian-clusters", {static_cast<int64_t>(features)}, std::move(values), std::move(labels),
+                 classes);
 }
 
 }  // namespace ptrain

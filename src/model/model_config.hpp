@@ -7,9 +7,9 @@
 namespace ptrain {
 
 struct ModelConfig {
-  std::string name = "mlp";              // mlp | cnn | softmax
-  std::vector<int64_t> hidden = {128};   // MLP hidden widths
-  uint64_t init_seed = 0;                // fixes the initial weights
+  std::string name = "mlp";             // mlp | cnn | softmax
+  std::vector<int64_t> hidden = {128};  // MLP hidden widths
+  uint64_t init_seed = 0;               // fixes the initial weights
 };
 
 // The model names `make_model` accepts.

@@ -60,8 +60,7 @@ struct AdamStep {
 // adam_element eight at a time, instruction for instruction. Written with
 // intrinsics because std::sqrt may set errno, which keeps the compiler from
 // vectorising a loop that calls it.
-[[gnu::target("avx2,fma"), PTRAIN_OPTIM_NO_CONTRACTION]] void adam_avx2_fma(
-    const AdamStep& caller_step) {
+[[gnu::target("avx2,fma"), PTRAIN_OPTIM_NO_CONTRACTION]] void adam_avx2_fma(const AdamStep& caller_step) {
   const AdamStep s = caller_step;  // a local copy, so stores cannot alias its fields
   const __m256 weight_decay = _mm256_set1_ps(s.weight_decay);
   const __m256 first_decay = _mm256_set1_ps(s.first_decay);
@@ -80,8 +79,7 @@ struct AdamStep {
     const __m256 m = _mm256_fmadd_ps(first_gain, g, decayed_m);
     const __m256 decayed_v = _mm256_mul_ps(second_decay, _mm256_loadu_ps(s.second_moment + i));
     const __m256 v = _mm256_fmadd_ps(_mm256_mul_ps(second_gain, g), g, decayed_v);
-    const __m256 denom =
-        _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), sqrt_bias_correction2), eps);
+    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), sqrt_bias_correction2), eps);
     const __m256 update = _mm256_div_ps(_mm256_mul_ps(neg_step_size, m), denom);
     _mm256_storeu_ps(s.first_moment + i, m);
     _mm256_storeu_ps(s.second_moment + i, v);

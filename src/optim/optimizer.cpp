@@ -15,8 +15,7 @@ OptimizerKind parse_optimizer_kind(const std::string& name) {
   if (name == "momentum") return OptimizerKind::Momentum;
   if (name == "nesterov") return OptimizerKind::Nesterov;
   if (name == "adam") return OptimizerKind::Adam;
-  throw Error(
-      fmt::format("--optimizer must be one of sgd, momentum, nesterov, adam (got '{}')", name));
+  throw Error(fmt::format("--optimizer must be one of sgd, momentum, nesterov, adam (got '{}')", name));
 }
 
 std::string to_string(OptimizerKind kind) {

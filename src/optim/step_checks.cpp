@@ -8,8 +8,7 @@
 
 namespace ptrain {
 
-void check_step_sizes(std::string_view optimizer, size_t size, size_t params_size,
-                      size_t grad_size) {
+void check_step_sizes(std::string_view optimizer, size_t size, size_t params_size, size_t grad_size) {
   if (params_size != size || grad_size != size) {
     throw Error(
         fmt::format("{} step: optimizer holds state for {} parameters but got {} "

@@ -1,8 +1,8 @@
 #include "sync/sequential_turns.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/error.hpp"
 
@@ -39,18 +39,18 @@ void SequentialTurns::start() {
 }
 
 float SequentialTurns::step(const Batch& batch) {
-  const uint64_t my_turn = local_step_++ * static_cast<uint64_t>(group_.workers_) +
-                           static_cast<uint64_t>(comm_.rank());
+  const uint64_t my_turn =
+      local_step_++ * static_cast<uint64_t>(group_.workers_) + static_cast<uint64_t>(comm_.rank());
   std::unique_lock lock(group_.mutex_);
-  const bool ready = group_.turn_changed_.wait_for(lock, group_.turn_timeout_, [&] {
-    return group_.turn_ == my_turn || group_.aborted_;
-  });
+  const bool ready = group_.turn_changed_.wait_for(
+      lock, group_.turn_timeout_, [&] { return group_.turn_ == my_turn || group_.aborted_; });
   if (group_.aborted_) throw Error(group_.abort_reason_);
   if (!ready)
-    throw Error(fmt::format("sequential: worker {} timed out after {:g} s waiting for its turn {}: worker {} "
-                            "never finished turn {}",
-                            comm_.rank(), static_cast<double>(group_.turn_timeout_.count()) / 1000.0, my_turn,
-                            group_.turn_ % static_cast<uint64_t>(group_.workers_), group_.turn_));
+    throw Error(
+        fmt::format("sequential: worker {} timed out after {:g} s waiting for its turn {}: worker {} "
+                    "never finished turn {}",
+                    comm_.rank(), static_cast<double>(group_.turn_timeout_.count()) / 1000.0, my_turn,
+                    group_.turn_ % static_cast<uint64_t>(group_.workers_), group_.turn_));
   lock.unlock();
   // Only the worker whose turn it is touches the central weights, so the
   // compute runs without the lock and the others can still time out.

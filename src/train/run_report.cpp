@@ -47,7 +47,8 @@ void check_writable(const std::string& path) {
   const fs::path p(path);
   if (fs::is_directory(p)) throw Error("--report " + path + ": is a directory");
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir)) throw Error("--report " + path + ": directory " + dir.string() + " does not exist");
+  if (!fs::is_directory(dir))
+    throw Error("--report " + path + ": directory " + dir.string() + " does not exist");
   if (::access(dir.c_str(), W_OK) != 0)
     throw Error("--report " + path + ": cannot write in " + dir.string() + " (" + std::strerror(errno) + ")");
 }

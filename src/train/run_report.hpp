@@ -1,9 +1,8 @@
 #pragma once
 // The JSON run report: the full configuration, per-epoch metrics, the loss
 // every k steps, time, throughput and bytes communicated per worker.
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "train/trainer.hpp"
 

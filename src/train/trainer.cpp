@@ -1,10 +1,10 @@
 #include "train/trainer.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <mutex>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "comm/local_group.hpp"
 #include "core/error.hpp"
@@ -40,8 +40,9 @@ void validate(const TrainConfig& c, const Dataset& train_set) {
   if (train_set.size() == 0) throw Error("training set '" + train_set.name() + "' is empty");
   const size_t shard = shard_size(train_set.size(), c.workers);
   if (c.batch > shard)
-    throw Error(fmt::format("--batch {} is larger than each worker's shard of {} samples ({} samples, {} workers)",
-                            c.batch, shard, train_set.size(), c.workers));
+    throw Error(
+        fmt::format("--batch {} is larger than each worker's shard of {} samples ({} samples, {} workers)",
+                    c.batch, shard, train_set.size(), c.workers));
 }
 
 }  // namespace
@@ -58,7 +59,8 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
       ShardedSampler(train_set.size(), static_cast<size_t>(workers), 0, config.batch, data_seed)
           .batches_per_epoch();
   size_t total_steps = steps_per_epoch * config.epochs;
-  if (config.max_steps > 0 && (config.epochs == 0 || config.max_steps < total_steps)) total_steps = config.max_steps;
+  if (config.max_steps > 0 && (config.epochs == 0 || config.max_steps < total_steps))
+    total_steps = config.max_steps;
   const size_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
 
   std::vector<std::unique_ptr<Model>> replicas;
@@ -104,8 +106,9 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
         running += loss;
         if (rank == 0 && callbacks.on_progress && ((b + 1) % 5 == 0 || b + 1 == epoch_steps)) {
           const double t = epoch_clock.seconds();
-          callbacks.on_progress(Progress{epoch + 1, epochs, b + 1, epoch_steps, running / static_cast<double>(b + 1),
-                                         t > 0 ? static_cast<double>((b + 1) * config.batch * static_cast<size_t>(workers)) / t : 0});
+          callbacks.on_progress(Progress{
+              epoch + 1, epochs, b + 1, epoch_steps, running / static_cast<double>(b + 1),
+              t > 0 ? static_cast<double>((b + 1) * config.batch * static_cast<size_t>(workers)) / t : 0});
         }
       }
       comm.barrier();
@@ -114,7 +117,8 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
         m.epoch = epoch + 1;
         m.steps = epoch_steps;
         m.seconds = epoch_clock.seconds();
-        m.samples_per_s = static_cast<double>(epoch_steps * config.batch * static_cast<size_t>(workers)) / m.seconds;
+        m.samples_per_s =
+            static_cast<double>(epoch_steps * config.batch * static_cast<size_t>(workers)) / m.seconds;
         double sum = 0;
         for (const auto& row : losses)
           for (size_t s = epoch_first_step; s < step; ++s) sum += row[s];
@@ -165,7 +169,8 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
     if ((s + 1) % std::max<size_t>(config.log_every, 1) == 0 || s + 1 == total_steps)
       result.loss_curve.push_back({s + 1, result.step_losses[s]});
   }
-  result.samples_per_s = result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0;
+  result.samples_per_s =
+      result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0;
   result.wall_seconds = wall.seconds();
   return result;
 }

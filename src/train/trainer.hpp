@@ -17,22 +17,22 @@ namespace ptrain {
 struct TrainConfig {
   StrategyConfig strategy;
   int workers = 1;
-  size_t batch = 64;          // per worker
+  size_t batch = 64;  // per worker
   size_t epochs = 1;
-  uint64_t seed = 42;         // data order (the model's init seed is in its own config)
-  size_t max_steps = 0;       // stop after this many steps in all (0: run every epoch to the end)
-  size_t log_every = 10;      // record the loss every k steps
+  uint64_t seed = 42;     // data order (the model's init seed is in its own config)
+  size_t max_steps = 0;   // stop after this many steps in all (0: run every epoch to the end)
+  size_t log_every = 10;  // record the loss every k steps
   std::chrono::milliseconds comm_timeout{60000};
-  bool pin_workers = true;    // worker r on the r-th allowed core (see core/thread_affinity.hpp)
+  bool pin_workers = true;  // worker r on the r-th allowed core (see core/thread_affinity.hpp)
 };
 
 struct EpochMetrics {
-  size_t epoch = 0;           // 1-based
+  size_t epoch = 0;  // 1-based
   size_t steps = 0;
-  double train_loss = 0;      // mean batch loss over the epoch and all workers
+  double train_loss = 0;  // mean batch loss over the epoch and all workers
   double test_loss = 0;
   double test_accuracy = 0;
-  double seconds = 0;         // training time of the epoch, evaluation excluded
+  double seconds = 0;  // training time of the epoch, evaluation excluded
   double samples_per_s = 0;
 };
 
@@ -48,8 +48,8 @@ struct RunResult {
   std::vector<CommStats> comm;        // per worker
   std::vector<float> final_params;    // the model to evaluate (rank 0's after the last step)
   size_t steps = 0;
-  size_t samples = 0;                 // samples processed by all workers
-  double train_seconds = 0;           // evaluation excluded
+  size_t samples = 0;        // samples processed by all workers
+  double train_seconds = 0;  // evaluation excluded
   double wall_seconds = 0;
   double samples_per_s = 0;
 };

@@ -18,8 +18,8 @@ struct Outcome {
 
 Outcome run_ptrain_with_env(const std::string& env, const std::string& args) {
   test::ScratchDir dir;
-  const std::string command = env + " " + std::string(PTRAIN_EXE) + " " + args + " >" + dir.file("out") + " 2>" +
-                              dir.file("err");
+  const std::string command =
+      env + " " + std::string(PTRAIN_EXE) + " " + args + " >" + dir.file("out") + " 2>" + dir.file("err");
   const int status = std::system(command.c_str());
   Outcome o;
   o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -87,7 +87,8 @@ TEST(PtrainCli, TrainsAndWritesTheRunReport) {
   if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
   test::ScratchDir dir;
   const std::string report = dir.file("run.json");
-  const Outcome o = run_ptrain("train --workers 2 --train-samples 2048 --epochs 2 --batch 32 --log-every 4 --report " + report);
+  const Outcome o = run_ptrain(
+      "train --workers 2 --train-samples 2048 --epochs 2 --batch 32 --log-every 4 --report " + report);
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("epoch 2/2"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("summary"), std::string::npos) << o.out;
@@ -107,8 +108,8 @@ TEST(PtrainCli, TrainsAndWritesTheRunReport) {
 TEST(PtrainCli, CorruptDataIsAOneLineErrorNamingTheFile) {
   if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
   test::ScratchDir dir;
-  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
-                           "t10k-labels-idx1-ubyte.gz"})
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
     std::filesystem::copy_file(std::string(test::kFashionMnistDir) + "/" + name, dir.file(name));
   auto bytes = test::read_bytes(dir.file("train-images-idx3-ubyte.gz"));
   bytes.resize(bytes.size() / 2);
@@ -129,7 +130,8 @@ namespace {
 
 TEST(PtrainCli, WarnsWhenTheReferenceBlasIsLoaded) {
   const std::string reference_dir = "/usr/lib/x86_64-linux-gnu/blas";
-  if (!std::filesystem::exists(reference_dir + "/libblas.so.3")) GTEST_SKIP() << "no reference BLAS installed";
+  if (!std::filesystem::exists(reference_dir + "/libblas.so.3"))
+    GTEST_SKIP() << "no reference BLAS installed";
   if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
   const std::string args = "train --workers 1 --train-samples 256 --max-steps 2 --epochs 1";
   // The loader takes libblas.so.3 from LD_LIBRARY_PATH before the system alternative.

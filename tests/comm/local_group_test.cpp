@@ -57,7 +57,8 @@ TEST(LocalAllreduce, SumsForEveryRankCountAndSize) {
         const auto& got = results[static_cast<size_t>(r)];
         ASSERT_EQ(got.size(), n);
         for (size_t i = 0; i < n; ++i)
-          ASSERT_NEAR(got[i], expected[i], 1e-5) << "size " << size << " n " << n << " rank " << r << " i " << i;
+          ASSERT_NEAR(got[i], expected[i], 1e-5)
+              << "size " << size << " n " << n << " rank " << r << " i " << i;
         // Every rank holds bit-identical sums.
         ASSERT_EQ(got, results[0]);
       }
@@ -85,8 +86,10 @@ TEST(LocalCollectives, TimeoutNamesTheMissingWorker) {
   });
   EXPECT_EQ(errors[2], "");
   for (int r : {0, 1, 3}) {
-    EXPECT_NE(errors[static_cast<size_t>(r)].find("allreduce"), std::string::npos) << errors[static_cast<size_t>(r)];
-    EXPECT_NE(errors[static_cast<size_t>(r)].find("worker(s) 2"), std::string::npos) << errors[static_cast<size_t>(r)];
+    EXPECT_NE(errors[static_cast<size_t>(r)].find("allreduce"), std::string::npos)
+        << errors[static_cast<size_t>(r)];
+    EXPECT_NE(errors[static_cast<size_t>(r)].find("worker(s) 2"), std::string::npos)
+        << errors[static_cast<size_t>(r)];
   }
 }
 

@@ -17,8 +17,7 @@ namespace {
 
 using test::ScratchDir;
 
-std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims,
-                               const std::vector<uint8_t>& data) {
+std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
   std::vector<uint8_t> bytes = {0, 0, 0x08, static_cast<uint8_t>(dims.size())};
   for (uint32_t d : dims)
     for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<uint8_t>(d >> shift));
@@ -82,8 +81,7 @@ TEST(FashionMnist, LoadsSmallFakeDirectoryPlainAndGzip) {
 TEST(FashionMnist, MismatchedCountsNameBothFiles) {
   ScratchDir dir;
   write_split(dir, "train", 12, cycling_labels(11), /*gzip=*/false);
-  const std::string message =
-      error_of([&] { load_fashion_mnist(dir.path().string(), Split::Train); });
+  const std::string message = error_of([&] { load_fashion_mnist(dir.path().string(), Split::Train); });
   EXPECT_TRUE(contains(message, dir.file("train-images-idx3-ubyte"))) << message;
   EXPECT_TRUE(contains(message, dir.file("train-labels-idx1-ubyte"))) << message;
   EXPECT_TRUE(contains(message, "12 images")) << message;
@@ -95,8 +93,7 @@ TEST(FashionMnist, LabelOutOfRangeNamesFileIndexAndValue) {
   auto labels = cycling_labels(8);
   labels[6] = 10;
   write_split(dir, "t10k", 8, labels, /*gzip=*/true);
-  const std::string message =
-      error_of([&] { load_fashion_mnist(dir.path().string(), Split::Test); });
+  const std::string message = error_of([&] { load_fashion_mnist(dir.path().string(), Split::Test); });
   EXPECT_EQ(message.rfind(dir.file("t10k-labels-idx1-ubyte.gz"), 0), 0u) << message;
   EXPECT_TRUE(contains(message, "label 10")) << message;
   EXPECT_TRUE(contains(message, "index 6")) << message;

@@ -213,8 +213,7 @@ TEST(IdxFile, EveryCutIsAnError) {
   for (const auto* whole : {&plain, &gz})
     for (size_t cut = 0; cut < whole->size(); ++cut) {
       const std::string path = dir.file("cut-" + std::to_string(cut));
-      write_bytes(path,
-                  std::vector<uint8_t>(whole->begin(), whole->begin() + static_cast<long>(cut)));
+      write_bytes(path, std::vector<uint8_t>(whole->begin(), whole->begin() + static_cast<long>(cut)));
       SCOPED_TRACE(path);
       expect_error(path, 3, {});
     }

@@ -72,8 +72,7 @@ TEST(ShardedSampler, WorkersTogetherMatchOneWorkerWithTheGlobalBatch) {
       ASSERT_EQ(shards[0].batches_per_epoch(), single.batches_per_epoch());
       for (size_t b = 0; b < single.batches_per_epoch(); ++b) {
         std::vector<size_t> together;
-        for (const auto& s : shards)
-          together.insert(together.end(), s.batch(b).begin(), s.batch(b).end());
+        for (const auto& s : shards) together.insert(together.end(), s.batch(b).begin(), s.batch(b).end());
         std::sort(together.begin(), together.end());
         EXPECT_EQ(together, sorted(single.batch(b)))
             << workers << " workers, epoch " << epoch << ", batch " << b;

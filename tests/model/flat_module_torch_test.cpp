@@ -1,10 +1,9 @@
-#include "model/torch/flat_module.hpp"
-
 #include <gtest/gtest.h>
 
 #include <numeric>
 
 #include "data/synthetic.hpp"
+#include "model/torch/flat_module.hpp"
 #include "model/torch/model_factory.hpp"
 
 namespace ptrain {

@@ -21,8 +21,8 @@
 namespace ptrain {
 namespace {
 
-const OptimizerKind kAllKinds[] = {OptimizerKind::Sgd, OptimizerKind::Momentum,
-                                   OptimizerKind::Nesterov, OptimizerKind::Adam};
+const OptimizerKind kAllKinds[] = {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::Nesterov,
+                                   OptimizerKind::Adam};
 
 OptimizerConfig config_for(OptimizerKind kind, float lr) {
   OptimizerConfig config;
@@ -81,8 +81,7 @@ TEST(MakeOptimizer, RejectsEachOutOfRangeOption) {
       {"--momentum", [](OptimizerConfig& c) { c.momentum = 1.0f; }},
       {"--momentum", [](OptimizerConfig& c) { c.momentum = -0.5f; }},
       {"--weight-decay", [](OptimizerConfig& c) { c.weight_decay = -1e-4f; }},
-      {"--weight-decay",
-       [](OptimizerConfig& c) { c.weight_decay = std::numeric_limits<float>::infinity(); }},
+      {"--weight-decay", [](OptimizerConfig& c) { c.weight_decay = std::numeric_limits<float>::infinity(); }},
       {"--beta1", [](OptimizerConfig& c) { c.beta1 = 1.0f; }},
       {"--beta1", [](OptimizerConfig& c) { c.beta1 = -0.1f; }},
       {"--beta2", [](OptimizerConfig& c) { c.beta2 = 1.5f; }},
@@ -245,8 +244,7 @@ TEST(OptimizerStep, EveryElementIsUpdatedAlikeWhateverItsPosition) {
       for (size_t i = 0; i < kSize; ++i) grad[i] = params[i] + 0.5f * (rng.uniform() - 0.5f);
       whole->step(params, grad);
       for (size_t i = 0; i < kSize; ++i) {
-        singles[i]->step(std::span<float>(&single_params[i], 1),
-                         std::span<const float>(&grad[i], 1));
+        singles[i]->step(std::span<float>(&single_params[i], 1), std::span<const float>(&grad[i], 1));
       }
     }
     EXPECT_EQ(params, single_params) << to_string(kind);

@@ -44,8 +44,7 @@ class GradientOracle {
     Rng noise(derive_seed(seed_, 100 + static_cast<uint64_t>(step)));
     for (size_t i = 0; i < kParamCount; ++i) {
       const float p = params[i];
-      grad[i] =
-          curvature_[i] * (p - target_[i]) + 0.1f * p * p * p + 0.2f * (noise.uniform() - 0.5f);
+      grad[i] = curvature_[i] * (p - target_[i]) + 0.1f * p * p * p + 0.2f * (noise.uniform() - 0.5f);
     }
   }
 
@@ -71,11 +70,10 @@ std::unique_ptr<torch::optim::Optimizer> make_torch_optimizer(const OptimizerCon
     case OptimizerKind::Momentum:
     case OptimizerKind::Nesterov: {
       const double momentum = config.kind == OptimizerKind::Sgd ? 0.0 : config.momentum;
-      return std::make_unique<torch::optim::SGD>(
-          params, torch::optim::SGDOptions(config.lr)
-                      .momentum(momentum)
-                      .nesterov(config.kind == OptimizerKind::Nesterov)
-                      .weight_decay(config.weight_decay));
+      return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(config.lr)
+                                                             .momentum(momentum)
+                                                             .nesterov(config.kind == OptimizerKind::Nesterov)
+                                                             .weight_decay(config.weight_decay));
     }
     case OptimizerKind::Adam:
       return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(config.lr)
@@ -164,17 +162,16 @@ TEST_P(OptimizerMatchesTorch, AgreesOverHundredSteps) {
   // round fused multiply-adds twice; ours always fuse them, so the runs would
   // differ by design in the last bits.
   const char* torch_capability = std::getenv("ATEN_CPU_CAPABILITY");
-  if (!cpu_has_avx2_fma() ||
-      (torch_capability != nullptr && std::string(torch_capability) == "default")) {
+  if (!cpu_has_avx2_fma() || (torch_capability != nullptr && std::string(torch_capability) == "default")) {
     GTEST_SKIP() << "LibTorch runs its non-FMA kernels on this host";
   }
   const MatchCase& match = GetParam();
   for (const uint64_t seed : {1u, 2u, 3u}) {
     const Comparison result = run_both(match.config, seed);
     SCOPED_TRACE(::testing::Message()
-                 << match.name << " seed=" << seed << ": worst relative diff "
-                 << result.worst_relative_diff << " at step " << result.worst_step << ", "
-                 << result.identical_at_end << "/" << kParamCount << " identical at the end");
+                 << match.name << " seed=" << seed << ": worst relative diff " << result.worst_relative_diff
+                 << " at step " << result.worst_step << ", " << result.identical_at_end << "/" << kParamCount
+                 << " identical at the end");
     EXPECT_LE(result.worst_relative_diff, kTolerance);
     EXPECT_GT(result.mean_movement, 0.1);  // the comparison is not of two idle runs
   }
@@ -191,12 +188,12 @@ INSTANTIATE_TEST_SUITE_P(
         match_case("nesterov_weight_decay", OptimizerKind::Nesterov, 0.01f, 1e-2f),
         match_case("adam", OptimizerKind::Adam, 0.01f, 0.0f),
         match_case("adam_weight_decay", OptimizerKind::Adam, 0.01f, 1e-2f),
-        with_options(match_case("momentum_other_options", OptimizerKind::Momentum, 0.03f, 1e-3f),
-                     0.7f, 0.9f, 0.999f, 1e-8f),
-        with_options(match_case("nesterov_other_options", OptimizerKind::Nesterov, 0.03f, 1e-3f),
-                     0.55f, 0.9f, 0.999f, 1e-8f),
-        with_options(match_case("adam_other_options", OptimizerKind::Adam, 0.003f, 1e-3f), 0.9f,
-                     0.8f, 0.95f, 1e-4f)),
+        with_options(match_case("momentum_other_options", OptimizerKind::Momentum, 0.03f, 1e-3f), 0.7f, 0.9f,
+                     0.999f, 1e-8f),
+        with_options(match_case("nesterov_other_options", OptimizerKind::Nesterov, 0.03f, 1e-3f), 0.55f, 0.9f,
+                     0.999f, 1e-8f),
+        with_options(match_case("adam_other_options", OptimizerKind::Adam, 0.003f, 1e-3f), 0.9f, 0.8f, 0.95f,
+                     1e-4f)),
     [](const ::testing::TestParamInfo<MatchCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -70,7 +70,8 @@ TEST(HybridAllreduce, ReplicasStartFromRankZeroAndStayIdentical) {
   for (auto& t : threads) t.join();
   for (int r = 1; r < kWorkers; ++r) {
     std::vector<float> a(models[0]->params().begin(), models[0]->params().end());
-    std::vector<float> b(models[static_cast<size_t>(r)]->params().begin(), models[static_cast<size_t>(r)]->params().end());
+    std::vector<float> b(models[static_cast<size_t>(r)]->params().begin(),
+                         models[static_cast<size_t>(r)]->params().end());
     EXPECT_EQ(a, b) << "replica " << r;
   }
   EXPECT_NE(std::vector<float>(models[0]->params().begin(), models[0]->params().end()), rank0_initial);

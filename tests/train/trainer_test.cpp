@@ -60,7 +60,8 @@ TEST(Trainer, RejectsImpossibleSettingsBeforeWork) {
     train(c, data, nullptr, test::softmax_factory(data));
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--batch 26 is larger than each worker's shard of 25"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("--batch 26 is larger than each worker's shard of 25"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -140,7 +141,8 @@ TEST(Trainer, AWorkerThatNeverArrivesIsNamedInATimeout) {
       const std::string what = e.what();
       EXPECT_NE(what.find("timed out"), std::string::npos) << what;
       if (std::string(strategy) == "hybrid")
-        EXPECT_NE(what.find("allreduce: timed out after 0.1 s waiting for worker(s) 1"), std::string::npos) << what;
+        EXPECT_NE(what.find("allreduce: timed out after 0.1 s waiting for worker(s) 1"), std::string::npos)
+            << what;
       else
         EXPECT_NE(what.find("worker 1 never finished"), std::string::npos) << what;
     }

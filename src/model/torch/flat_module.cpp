@@ -40,8 +40,8 @@ float FlatModule::forward_backward(const Batch& batch) {
   if (batch.size() == 0) throw Error(name_ + " model: empty batch");
   flat_grads_.zero_();
   auto x = input_tensor(batch.features.data(), batch.size(), batch.sample_shape);
-  auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
-                            {static_cast<int64_t>(batch.size())}, torch::kInt64);
+  auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()), {static_cast<int64_t>(batch.size())},
+                            torch::kInt64);
   auto loss = torch::nn::functional::cross_entropy(net_->forward(x), y);
   loss.backward();
   return loss.item<float>();
@@ -55,8 +55,8 @@ Metrics FlatModule::evaluate(const Dataset& data) {
   for (size_t start = 0; start < data.size(); start += kChunk) {
     const size_t n = std::min(kChunk, data.size() - start);
     auto x = input_tensor(data.sample(start).data(), n, data.sample_shape());
-    auto y = torch::from_blob(const_cast<int64_t*>(data.labels().data() + start),
-                              {static_cast<int64_t>(n)}, torch::kInt64);
+    auto y = torch::from_blob(const_cast<int64_t*>(data.labels().data() + start), {static_cast<int64_t>(n)},
+                              torch::kInt64);
     auto out = net_->forward(x);
     loss += torch::nn::functional::cross_entropy(
                 out, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))

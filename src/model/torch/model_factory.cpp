@@ -37,9 +37,9 @@ torch::nn::Sequential make_cnn(const std::vector<int64_t>& shape, int64_t classe
   namespace nn = torch::nn;
   const int64_t h = shape[1] / 2 / 2, w = shape[2] / 2 / 2;
   return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(shape[0], 16, 5).padding(2)), nn::ReLU(),
-                        nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(16, 32, 5).padding(2)),
-                        nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(), nn::Linear(32 * h * w, 128),
-                        nn::ReLU(), nn::Linear(128, classes));
+                        nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(16, 32, 5).padding(2)), nn::ReLU(),
+                        nn::MaxPool2d(2), nn::Flatten(), nn::Linear(32 * h * w, 128), nn::ReLU(),
+                        nn::Linear(128, classes));
 }
 
 }  // namespace
