@@ -92,7 +92,7 @@ TEST(IdxFile, ReadsConcatenatedGzipMembers) {
 TEST(IdxFile, TruncatedPlainFileSaysExpectedAndFound) {
   ScratchDir dir;
   auto bytes = idx_bytes({10, 10, 10}, counting_data(1000));
-  bytes.resize(bytes.size() - 400);
+  bytes.erase(bytes.end() - 400, bytes.end());
   write_bytes(dir.file("short"), bytes);
   expect_error(dir.file("short"), 3, {"truncated", "expected 1000", "found 600"});
 }
@@ -124,7 +124,7 @@ TEST(IdxFile, GzipCutInsideTrailerIsAnError) {
   ScratchDir dir;
   write_gzip(dir.file("whole.gz"), idx_bytes({50}, counting_data(50)));
   auto gz = test::read_bytes(dir.file("whole.gz"));
-  gz.resize(gz.size() - 3);  // all data decodes, but the CRC/length trailer is cut
+  gz.erase(gz.end() - 3, gz.end());  // all data decodes, but the CRC/length trailer is cut
   write_bytes(dir.file("cut.gz"), gz);
   expect_error(dir.file("cut.gz"), 1, {"truncated gzip stream"});
 }
