@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/bench_allreduce_command.hpp"
 #include "cli/train_command.hpp"
 #include "core/error.hpp"
 
@@ -11,6 +12,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ptrain::TrainOptions train_options;
   auto* train = ptrain::add_train_command(app, train_options);
+  auto* bench = app.add_subcommand("bench", "Benchmarks of ptrain's parts");
+  bench->require_subcommand(1);
+  ptrain::BenchAllreduceOptions bench_allreduce_options;
+  auto* bench_allreduce = ptrain::add_bench_allreduce_command(*bench, bench_allreduce_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -23,6 +28,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (train->parsed()) return ptrain::run_train_command(train_options);
+    if (bench_allreduce->parsed()) return ptrain::run_bench_allreduce_command(bench_allreduce_options);
   } catch (const ptrain::Error& e) {
     fmt::print(stderr, "ptrain: error: {}\n", e.what());
     return 1;

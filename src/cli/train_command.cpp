@@ -62,6 +62,7 @@ void check_options(TrainOptions& o) {
     throw Error("--strategy: unknown strategy '" + o.train.strategy.name + "' (choose " +
                 joined(strategy_names()) + ")");
   o.model.hidden = parse_widths(o.hidden);
+  o.train.strategy.allreduce = parse_allreduce_algorithm(o.allreduce);
   OptimizerConfig opt;
   opt.kind = parse_optimizer_kind(o.optimizer);
   opt.lr = o.lr;
@@ -81,6 +82,7 @@ nlohmann::json config_json(const TrainOptions& o, const Dataset& train_set, cons
           {"parameters", num_params},
           {"strategy", o.train.strategy.name},
           {"backend", "local"},
+          {"allreduce", o.allreduce},
           {"workers", o.train.workers},
           {"batch_per_worker", o.train.batch},
           {"epochs", o.train.epochs},
@@ -119,6 +121,8 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--hidden", o.hidden, "MLP hidden widths, comma-separated");
   cmd->add_option("--workers", o.train.workers, "Workers (threads in this process); default: the cores");
   cmd->add_option("--strategy", o.train.strategy.name, "Synchronization: " + joined(strategy_names()));
+  cmd->add_option("--allreduce", o.allreduce,
+                  "Gradient all-reduce of the hybrid strategy: native (shared memory), ring, hd or tree");
   cmd->add_option("--optimizer", o.optimizer, "sgd, momentum, nesterov or adam");
   cmd->add_option("--lr", o.lr, "Learning rate");
   cmd->add_option("--momentum", o.momentum, "Momentum (momentum and nesterov)");

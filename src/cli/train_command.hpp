@@ -12,6 +12,7 @@ struct TrainOptions {
   std::string hidden = "128";  // comma-separated widths, parsed into model.hidden
   TrainConfig train;           // batch defaults to 32 per worker here
   std::string optimizer = "adam";
+  std::string allreduce = "native";
   float lr = 1e-3f;
   float momentum = 0.9f;
   float weight_decay = 0.0f;

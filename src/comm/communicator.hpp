@@ -10,8 +10,15 @@
 namespace ptrain {
 
 enum class AllreduceAlgorithm {
-  Native,  // the backend's own: shared-memory reduction for threads
+  Native,           // the backend's own: shared-memory reduction for threads
+  Ring,             // reduce-scatter then all-gather around a ring, in chunks
+  HalvingDoubling,  // recursive halving, then doubling (the "butterfly")
+  Tree,             // binomial-tree reduce to rank 0, then broadcast
 };
+
+// "native", "ring", "hd", "tree"; throws ptrain::Error naming the value otherwise.
+AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name);
+std::string to_string(AllreduceAlgorithm algorithm);
 
 // Bytes this worker moved to and from its peers since construction.
 struct CommStats {
@@ -33,6 +40,19 @@ class Communicator {
   // Copies root's bytes into every other worker's `data` (same size everywhere).
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   virtual void barrier() = 0;
+
+  // Point-to-point, on which the algorithms in comm/ are written once for every
+  // backend. send() may return before the peer receives. recv() fails with an
+  // error naming the peer when nothing arrives within the timeout, or when the
+  // message has another size than `data`. Messages between two workers with the
+  // same tag arrive in the order they were sent.
+  virtual void send(int peer, int tag, std::span<const std::byte> data) = 0;
+  virtual void recv(int peer, int tag, std::span<std::byte> data) = 0;
+  // Sends to one peer and receives from another without deadlock.
+  virtual void sendrecv(int to, std::span<const std::byte> out, int from, std::span<std::byte> in, int tag) {
+    send(to, tag, out);
+    recv(from, tag, in);
+  }
 
   const CommStats& stats() const { return stats_; }
 

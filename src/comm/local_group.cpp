@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/message_tags.hpp"
 #include "core/error.hpp"
 #include "core/thread_affinity.hpp"
 
@@ -95,6 +96,32 @@ void LocalGroup::arrive_and_wait(int rank, const char* what) {
   }
 }
 
+void LocalGroup::post(int from, int to, int tag, std::span<const std::byte> data) {
+  std::lock_guard lock(mutex_);
+  mailboxes_[{from, to, tag}].emplace_back(data.begin(), data.end());
+  cv_.notify_all();
+}
+
+void LocalGroup::take(int from, int to, int tag, std::span<std::byte> data) {
+  std::unique_lock lock(mutex_);
+  auto& box = mailboxes_[{from, to, tag}];
+  const bool arrived = cv_.wait_for(lock, timeout_, [&] { return !box.empty() || aborted_; });
+  if (aborted_) throw Error(abort_reason_);
+  if (!arrived) {
+    abort_reason_ = fmt::format("{}: worker {} timed out after {:g} s waiting for worker {}", tag_name(tag),
+                                to, static_cast<double>(timeout_.count()) / 1000.0, from);
+    aborted_ = true;
+    cv_.notify_all();
+    throw Error(abort_reason_);
+  }
+  std::vector<std::byte> message = std::move(box.front());
+  box.pop_front();
+  if (message.size() != data.size())
+    throw Error(fmt::format("{}: worker {} sent {} bytes but worker {} expected {} bytes", tag_name(tag),
+                            from, message.size(), to, data.size()));
+  std::copy(message.begin(), message.end(), data.begin());
+}
+
 LocalCommunicator::LocalCommunicator(std::shared_ptr<LocalGroup> group, int rank)
     : group_(std::move(group)), rank_(rank) {
   if (rank < 0 || rank >= group_->size())
@@ -159,6 +186,23 @@ void LocalCommunicator::broadcast(std::span<std::byte> data, int root) {
     stats_.bytes_sent += data.size_bytes() * static_cast<uint64_t>(size() - 1);
   }
   group_->arrive_and_wait(rank_, "broadcast");
+}
+
+void LocalCommunicator::send(int peer, int tag, std::span<const std::byte> data) {
+  check_peer(peer);
+  group_->post(rank_, peer, tag, data);
+  stats_.bytes_sent += data.size();
+}
+
+void LocalCommunicator::recv(int peer, int tag, std::span<std::byte> data) {
+  check_peer(peer);
+  group_->take(peer, rank_, tag, data);
+  stats_.bytes_received += data.size();
+}
+
+void LocalCommunicator::check_peer(int peer) const {
+  if (peer < 0 || peer >= size() || peer == rank_)
+    throw Error(fmt::format("worker {}: no peer {} in a group of {}", rank_, peer, size()));
 }
 
 void LocalCommunicator::barrier() {

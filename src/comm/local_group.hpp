@@ -6,9 +6,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -38,6 +41,11 @@ class LocalGroup {
   };
   Slot& slot(int rank) { return slots_[static_cast<size_t>(rank)]; }
 
+  // Point-to-point: a mailbox per (from, to, tag); post() copies and returns.
+  void post(int from, int to, int tag, std::span<const std::byte> data);
+  // Takes the oldest message into `data`; its size must match.
+  void take(int from, int to, int tag, std::span<std::byte> data);
+
  private:
   const int size_;
   const std::chrono::milliseconds timeout_;
@@ -53,6 +61,7 @@ class LocalGroup {
   std::unique_ptr<std::atomic<bool>[]> arrived_;  // for the timeout message only
   std::string abort_reason_;
   std::vector<Slot> slots_;
+  std::map<std::tuple<int, int, int>, std::deque<std::vector<std::byte>>> mailboxes_;  // under mutex_
 };
 
 class LocalCommunicator : public Communicator {
@@ -66,10 +75,13 @@ class LocalCommunicator : public Communicator {
   void allreduce(std::span<float> data, AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) override;
   void broadcast(std::span<std::byte> data, int root) override;
   void barrier() override;
+  void send(int peer, int tag, std::span<const std::byte> data) override;
+  void recv(int peer, int tag, std::span<std::byte> data) override;
 
  private:
   // Publishes this worker's buffer, waits for all, and checks every size matches.
   void publish(void* data, size_t bytes, const char* what);
+  void check_peer(int peer) const;
 
   std::shared_ptr<LocalGroup> group_;
   int rank_;

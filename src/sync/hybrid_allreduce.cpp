@@ -2,10 +2,15 @@
 
 #include <cstddef>
 
+#include "comm/allreduce_algorithms.hpp"
+
 namespace ptrain {
 
-HybridAllreduce::HybridAllreduce(Model& model, Communicator& comm, const OptimizerConfig& optimizer)
-    : model_(model), comm_(comm), optimizer_(make_optimizer(optimizer, model.params().size())) {}
+HybridAllreduce::HybridAllreduce(Model& model, Communicator& comm, const StrategyConfig& config)
+    : model_(model),
+      comm_(comm),
+      optimizer_(make_optimizer(config.optimizer, model.params().size())),
+      algorithm_(config.allreduce) {}
 
 void HybridAllreduce::start() {
   // Replicas start from rank 0's weights, whatever each was initialised with.
@@ -16,7 +21,7 @@ void HybridAllreduce::start() {
 float HybridAllreduce::step(const Batch& batch) {
   const float loss = model_.forward_backward(batch);
   auto grads = model_.grads();
-  comm_.allreduce(grads);
+  allreduce_with(comm_, grads, algorithm_);
   const float inv_workers = 1.0f / static_cast<float>(comm_.size());
   for (float& g : grads) g *= inv_workers;
   optimizer_->step(model_.params(), grads);

@@ -9,7 +9,7 @@ namespace ptrain {
 
 class HybridAllreduce : public WorkerStrategy {
  public:
-  HybridAllreduce(Model& model, Communicator& comm, const OptimizerConfig& optimizer);
+  HybridAllreduce(Model& model, Communicator& comm, const StrategyConfig& config);
   void start() override;
   float step(const Batch& batch) override;
 
@@ -17,17 +17,18 @@ class HybridAllreduce : public WorkerStrategy {
   Model& model_;
   Communicator& comm_;
   std::unique_ptr<Optimizer> optimizer_;
+  AllreduceAlgorithm algorithm_;
 };
 
 class HybridGroup : public StrategyGroup {
  public:
-  explicit HybridGroup(OptimizerConfig optimizer) : optimizer_(optimizer) {}
+  explicit HybridGroup(StrategyConfig config) : config_(std::move(config)) {}
   std::unique_ptr<WorkerStrategy> for_worker(Model& model, Communicator& comm) override {
-    return std::make_unique<HybridAllreduce>(model, comm, optimizer_);
+    return std::make_unique<HybridAllreduce>(model, comm, config_);
   }
 
  private:
-  OptimizerConfig optimizer_;
+  StrategyConfig config_;
 };
 
 }  // namespace ptrain

@@ -13,7 +13,7 @@ const std::vector<std::string>& strategy_names() {
 
 std::unique_ptr<StrategyGroup> make_strategy_group(const StrategyConfig& config, size_t num_params,
                                                    int workers) {
-  if (config.name == "hybrid") return std::make_unique<HybridGroup>(config.optimizer);
+  if (config.name == "hybrid") return std::make_unique<HybridGroup>(config);
   if (config.name == "sequential") return std::make_unique<SequentialGroup>(config, num_params, workers);
   throw Error("--strategy: unknown strategy '" + config.name + "' (choose hybrid or sequential)");
 }

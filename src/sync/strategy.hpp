@@ -28,6 +28,7 @@ class WorkerStrategy {
 struct StrategyConfig {
   std::string name = "hybrid";  // hybrid | sequential
   OptimizerConfig optimizer;
+  AllreduceAlgorithm allreduce = AllreduceAlgorithm::Native;  // hybrid's gradient all-reduce
   // How long a worker waits on the others (a collective, a turn) before failing.
   std::chrono::milliseconds timeout{60000};
 };

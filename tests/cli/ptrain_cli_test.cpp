@@ -50,6 +50,7 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--model resnet9000", "--model: unknown model 'resnet9000'"},
       {"--strategy gossip", "--strategy: unknown strategy 'gossip'"},
       {"--optimizer rmsprop", "rmsprop"},
+      {"--allreduce gossip", "--allreduce: unknown algorithm 'gossip'"},
       {"--hidden 128,,64", "--hidden '128,,64'"},
       {"--momentum 1.5 --optimizer momentum", "--momentum"},
       {"--weight-decay -1", "--weight-decay"},
@@ -127,6 +128,21 @@ TEST(PtrainCli, CorruptDataIsAOneLineErrorNamingTheFile) {
 
 namespace ptrain {
 namespace {
+
+TEST(PtrainCli, BenchAllreduceChecksEveryAlgorithm) {
+  test::ScratchDir dir;
+  const Outcome o =
+      run_ptrain("bench allreduce --ranks 3 --sizes 4KiB:64KiB --iters 2 --csv " + dir.file("allreduce.csv"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  for (const char* algo : {"native", "ring", "hd", "tree"})
+    EXPECT_NE(o.out.find(algo), std::string::npos) << algo;
+  EXPECT_EQ(o.out.find("WRONG"), std::string::npos) << o.out;
+  const auto csv = test::read_bytes(dir.file("allreduce.csv"));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4 * 3);  // header, 4 algorithms x 3 sizes
+  const Outcome bad = run_ptrain("bench allreduce --sizes 4XB");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--sizes '4XB'"), std::string::npos) << bad.err;
+}
 
 TEST(PtrainCli, WarnsWhenTheReferenceBlasIsLoaded) {
   const std::string reference_dir = "/usr/lib/x86_64-linux-gnu/blas";

@@ -40,6 +40,22 @@ TEST(HybridAllreduce, GWorkersEqualOneWorkerWithGTimesTheBatch) {
   }
 }
 
+TEST(HybridAllreduce, EveryAllreduceAlgorithmTrainsTheSameModel) {
+  const Dataset data = make_gaussian_clusters(1200, 16, 4, 5, 2.0f);
+  auto c = config(5, 8, OptimizerKind::Momentum);
+  const auto native = train(c, data, nullptr, test::softmax_factory(data));
+  for (auto algorithm :
+       {AllreduceAlgorithm::Ring, AllreduceAlgorithm::HalvingDoubling, AllreduceAlgorithm::Tree}) {
+    c.strategy.allreduce = algorithm;
+    const auto other = train(c, data, nullptr, test::softmax_factory(data));
+    // The same sums, added in another order.
+    EXPECT_LE(test::max_relative_difference(other.final_params, native.final_params), 1e-5)
+        << to_string(algorithm);
+    EXPECT_EQ(other.final_params, train(c, data, nullptr, test::softmax_factory(data)).final_params)
+        << to_string(algorithm) << " is not deterministic";
+  }
+}
+
 TEST(HybridAllreduce, ReplicasStartFromRankZeroAndStayIdentical) {
   const Dataset data = make_gaussian_clusters(400, 8, 3, 2);
   constexpr int kWorkers = 3;
@@ -48,7 +64,7 @@ TEST(HybridAllreduce, ReplicasStartFromRankZeroAndStayIdentical) {
   for (int r = 0; r < kWorkers; ++r)  // different initial weights on purpose
     models.push_back(std::make_unique<SoftmaxRegression>(8, 3, 100 + static_cast<uint64_t>(r)));
   const std::vector<float> rank0_initial(models[0]->params().begin(), models[0]->params().end());
-  HybridGroup strategy(config(kWorkers, 10, OptimizerKind::Adam).strategy.optimizer);
+  HybridGroup strategy(config(kWorkers, 10, OptimizerKind::Adam).strategy);
   std::vector<std::thread> threads;
   for (int r = 0; r < kWorkers; ++r)
     threads.emplace_back([&, r] {

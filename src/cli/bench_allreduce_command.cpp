@@ -1,0 +1,177 @@
+#include "cli/bench_allreduce_command.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <thread>
+
+#include "comm/allreduce_algorithms.hpp"
+#include "comm/local_group.hpp"
+#include "core/error.hpp"
+#include "core/stopwatch.hpp"
+#include "core/thread_affinity.hpp"
+
+namespace ptrain {
+
+namespace {
+
+size_t parse_one_size(const std::string& text, const std::string& whole) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  double scale = 0;
+  if (unit == "" || unit == "B") scale = 1;
+  if (unit == "KiB" || unit == "K") scale = 1024.0;
+  if (unit == "MiB" || unit == "M") scale = 1024.0 * 1024;
+  if (unit == "GiB" || unit == "G") scale = 1024.0 * 1024 * 1024;
+  if (used == 0 || scale == 0 || !(value > 0))
+    throw Error("--sizes '" + whole + "': expected sizes such as 4KiB, 1MiB or a range 4KiB:256MiB");
+  return static_cast<size_t>(value * scale);
+}
+
+// Worker r's input: small integers, so the float sum is exact and checkable.
+float input_value(int rank, size_t i) { return static_cast<float>((i + static_cast<size_t>(rank)) % 13); }
+
+struct Measurement {
+  double seconds = 0;  // per all-reduce, the slowest worker's mean
+  bool correct = true;
+};
+
+Measurement measure(int ranks, size_t floats, AllreduceAlgorithm algorithm, int iters, int warmup) {
+  auto group = std::make_shared<LocalGroup>(ranks);
+  std::vector<double> seconds(static_cast<size_t>(ranks));
+  std::vector<char> correct(static_cast<size_t>(ranks), 1);
+  std::string first_error;
+  std::mutex error_mutex;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        pin_current_thread(r);
+        LocalCommunicator comm(group, r);
+        std::vector<float> data(floats);
+        auto fill = [&] {
+          for (size_t i = 0; i < floats; ++i) data[i] = input_value(r, i);
+        };
+        for (int i = 0; i < warmup; ++i) {
+          fill();
+          allreduce_with(comm, data, algorithm);
+        }
+        double total = 0;
+        for (int i = 0; i < iters; ++i) {
+          fill();
+          comm.barrier();
+          Stopwatch clock;
+          allreduce_with(comm, data, algorithm);
+          total += clock.seconds();
+        }
+        seconds[static_cast<size_t>(r)] = total / iters;
+        for (size_t i = 0; i < floats; ++i) {
+          float expected = 0;
+          for (int k = 0; k < ranks; ++k) expected += input_value(k, i);
+          if (data[i] != expected) {
+            correct[static_cast<size_t>(r)] = 0;
+            break;
+          }
+        }
+      } catch (const std::exception& e) {
+        std::lock_guard lock(error_mutex);
+        if (first_error.empty()) first_error = e.what();
+        group->abort(e.what());
+      }
+    });
+  for (auto& t : threads) t.join();
+  if (!first_error.empty()) throw Error(first_error);
+  Measurement m;
+  m.seconds = *std::max_element(seconds.begin(), seconds.end());
+  m.correct = std::all_of(correct.begin(), correct.end(), [](char c) { return c != 0; });
+  return m;
+}
+
+std::string human_bytes(size_t bytes) {
+  if (bytes >= (1u << 30) && bytes % (1u << 30) == 0) return fmt::format("{}GiB", bytes >> 30);
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return fmt::format("{}MiB", bytes >> 20);
+  if (bytes >= (1u << 10) && bytes % (1u << 10) == 0) return fmt::format("{}KiB", bytes >> 10);
+  return fmt::format("{}B", bytes);
+}
+
+}  // namespace
+
+std::vector<size_t> parse_byte_sizes(const std::string& text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return {parse_one_size(text, text)};
+  const size_t lo = parse_one_size(text.substr(0, colon), text),
+               hi = parse_one_size(text.substr(colon + 1), text);
+  if (lo > hi) throw Error("--sizes '" + text + "': the range runs backwards");
+  std::vector<size_t> sizes;
+  for (size_t s = lo; s <= hi; s *= 4) sizes.push_back(s);
+  if (sizes.back() != hi) sizes.push_back(hi);
+  return sizes;
+}
+
+CLI::App* add_bench_allreduce_command(CLI::App& bench, BenchAllreduceOptions& o) {
+  auto* cmd = bench.add_subcommand("allreduce", "Time each all-reduce algorithm over a range of sizes");
+  cmd->option_defaults()->always_capture_default();
+  cmd->add_option("--backend", o.backend, "Communication backend: local (threads)");
+  cmd->add_option("--algo", o.algo, "native, ring, hd, tree or all");
+  cmd->add_option("--ranks", o.ranks, "Workers (0: one per core)");
+  cmd->add_option("--sizes", o.sizes, "Message sizes: one (1MiB) or a range in x4 steps (4KiB:256MiB)");
+  cmd->add_option("--iters", o.iters, "Timed all-reduces per size");
+  cmd->add_option("--warmup", o.warmup, "Untimed all-reduces per size first");
+  cmd->add_option("--csv", o.csv_path, "Also write the results to this CSV file");
+  return cmd;
+}
+
+int run_bench_allreduce_command(BenchAllreduceOptions& o) {
+  if (o.backend != "local")
+    throw Error("--backend: unknown backend '" + o.backend + "' (this build has: local)");
+  if (o.ranks == 0) o.ranks = static_cast<int>(std::max<size_t>(allowed_cpus().size(), 1));
+  if (o.ranks < 1) throw Error(fmt::format("--ranks must be at least 1 (got {})", o.ranks));
+  if (o.iters < 1) throw Error(fmt::format("--iters must be at least 1 (got {})", o.iters));
+  if (o.warmup < 0) throw Error(fmt::format("--warmup must be at least 0 (got {})", o.warmup));
+  std::vector<AllreduceAlgorithm> algorithms;
+  if (o.algo == "all")
+    algorithms = {AllreduceAlgorithm::Native, AllreduceAlgorithm::Ring, AllreduceAlgorithm::HalvingDoubling,
+                  AllreduceAlgorithm::Tree};
+  else
+    algorithms = {parse_allreduce_algorithm(o.algo)};
+  const std::vector<size_t> sizes = parse_byte_sizes(o.sizes);
+
+  std::ofstream csv;
+  if (!o.csv_path.empty()) {
+    csv.open(o.csv_path);
+    if (!csv) throw Error("--csv " + o.csv_path + ": cannot write");
+    csv << "backend,algorithm,ranks,bytes,seconds,algbw_gbps,busbw_gbps,correct\n";
+  }
+  // nccl-tests: algbw = bytes / time; busbw = algbw * 2(n-1)/n, what each link carries.
+  const double bus_factor = 2.0 * (o.ranks - 1) / o.ranks;
+  fmt::print("all-reduce, backend {}, {} ranks, {} iterations per size (time: mean of the slowest rank)\n",
+             o.backend, o.ranks, o.iters);
+  fmt::print("{:>6} {:>10} {:>12} {:>12} {:>12} {:>6}\n", "algo", "size", "time (us)", "algbw GB/s",
+             "busbw GB/s", "check");
+  bool all_correct = true;
+  for (AllreduceAlgorithm algorithm : algorithms)
+    for (size_t bytes : sizes) {
+      const size_t floats = std::max<size_t>(bytes / sizeof(float), 1);
+      const Measurement m = measure(o.ranks, floats, algorithm, o.iters, o.warmup);
+      const double algbw = static_cast<double>(floats * sizeof(float)) / m.seconds / 1e9;
+      fmt::print("{:>6} {:>10} {:>12.1f} {:>12.3f} {:>12.3f} {:>6}\n", to_string(algorithm),
+                 human_bytes(floats * sizeof(float)), m.seconds * 1e6, algbw, algbw * bus_factor,
+                 m.correct ? "ok" : "WRONG");
+      if (csv)
+        csv << fmt::format("{},{},{},{},{:.9f},{:.6f},{:.6f},{}\n", o.backend, to_string(algorithm), o.ranks,
+                           floats * sizeof(float), m.seconds, algbw, algbw * bus_factor, m.correct);
+      all_correct &= m.correct;
+    }
+  if (!all_correct)
+    throw Error("bench allreduce: some results differ from the exact sum (marked WRONG above)");
+  return 0;
+}
+
+}  // namespace ptrain
