@@ -12,10 +12,18 @@ jobs=$(nproc)
 tools/setup-debian
 
 configure_and_build() {  # dir, extra cmake args...
-  local dir=$1; shift
+  local dir=$1 log
+  shift
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-  cmake --build "$dir" -j"$jobs" -- --no-print-directory | grep -v -E '^\[ *[0-9]+%\]|^Consolidate|^Scanning' || true
-  test "${PIPESTATUS[0]}" -eq 0
+  log=$(mktemp)
+  if ! cmake --build "$dir" -j"$jobs" >"$log" 2>&1; then
+    cat "$log"
+    rm -f "$log"
+    echo "build.sh: the build in $dir failed" >&2
+    return 1
+  fi
+  grep -A4 "warning:" "$log" || true  # the build is meant to be warning-free: show any
+  rm -f "$log"
 }
 
 case "$what" in

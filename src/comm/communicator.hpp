@@ -34,7 +34,8 @@ class Communicator {
   virtual int size() const = 0;
   virtual std::string backend() const = 0;
 
-  // Sums `data` over all workers, in place. Every worker passes the same size.
+  // Sums `data` over all workers, in place, with the backend's own algorithm or
+  // one of comm/allreduce_algorithms.hpp. Every worker passes the same size.
   virtual void allreduce(std::span<float> data,
                          AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) = 0;
   // Copies root's bytes into every other worker's `data` (same size everywhere).

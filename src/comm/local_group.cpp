@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/allreduce_algorithms.hpp"
 #include "comm/message_tags.hpp"
 #include "core/error.hpp"
 #include "core/thread_affinity.hpp"
@@ -141,7 +142,8 @@ void LocalCommunicator::publish(void* data, size_t bytes, const char* what) {
   }
 }
 
-void LocalCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm) {
+void LocalCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algorithm) {
+  if (algorithm != AllreduceAlgorithm::Native) return allreduce_with(*this, data, algorithm);
   const int n = size();
   stats_.collectives++;
   if (n == 1) return;

@@ -10,6 +10,10 @@
 #include "core/rng.hpp"
 
 namespace ptrain {
+
+// Short test names in CTest.
+inline void PrintTo(AllreduceAlgorithm a, std::ostream* out) { *out << to_string(a); }
+
 namespace {
 
 // Runs body(rank, comm) on `size` threads; returns each rank's error message ("" if none).

@@ -1,0 +1,15 @@
+// main() of the tests that run as MPI ranks: every rank runs every test; only
+// rank 0 prints the progress, any rank's failure fails the job.
+#include <gtest/gtest.h>
+
+#include "comm/mpi_communicator.hpp"
+
+int main(int argc, char** argv) {
+  ptrain::MpiRuntime mpi(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  if (ptrain::MpiCommunicator().rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  return RUN_ALL_TESTS();
+}
