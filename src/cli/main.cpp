@@ -2,12 +2,17 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <memory>
 
 #include "cli/bench_allreduce_command.hpp"
 #include "cli/train_command.hpp"
+#include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
 
 int main(int argc, char** argv) {
+  // Under mpirun every rank initialises MPI first; an error on one rank ends the job.
+  std::unique_ptr<ptrain::MpiRuntime> mpi;
+  if (ptrain::launched_by_mpi()) mpi = std::make_unique<ptrain::MpiRuntime>(&argc, &argv);
   CLI::App app{"ptrain: train neural networks with many workers (hybrid all-reduce, ...)", "ptrain"};
   app.require_subcommand(1);
   ptrain::TrainOptions train_options;
@@ -31,9 +36,11 @@ int main(int argc, char** argv) {
     if (bench_allreduce->parsed()) return ptrain::run_bench_allreduce_command(bench_allreduce_options);
   } catch (const ptrain::Error& e) {
     fmt::print(stderr, "ptrain: error: {}\n", e.what());
+    if (mpi) ptrain::MpiRuntime::abort_job(1);
     return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "ptrain: internal error: {}\n", e.what());
+    if (mpi) ptrain::MpiRuntime::abort_job(1);
     return 1;
   }
   return 0;

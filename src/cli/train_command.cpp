@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cli/progress_display.hpp"
+#include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "data/fashion_mnist.hpp"
 #include "model/blas_check.hpp"
@@ -76,12 +77,12 @@ void check_options(TrainOptions& o) {
 }
 
 nlohmann::json config_json(const TrainOptions& o, const Dataset& train_set, const Dataset& test_set,
-                           size_t num_params, const BlasInfo& blas) {
+                           size_t num_params, const BlasInfo& blas, const std::string& backend) {
   return {{"model", o.model.name},
           {"hidden", o.model.hidden},
           {"parameters", num_params},
           {"strategy", o.train.strategy.name},
-          {"backend", "local"},
+          {"backend", backend},
           {"allreduce", o.allreduce},
           {"workers", o.train.workers},
           {"batch_per_worker", o.train.batch},
@@ -119,7 +120,9 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   o.data_dir = kDefaultFashionMnistDir;
   cmd->add_option("--model", o.model.name, "Model: " + joined(model_names()));
   cmd->add_option("--hidden", o.hidden, "MLP hidden widths, comma-separated");
-  cmd->add_option("--workers", o.train.workers, "Workers (threads in this process); default: the cores");
+  o.workers_option =
+      cmd->add_option("--workers", o.train.workers,
+                      "Workers (threads in this process; under mpirun, the ranks); default: the cores");
   cmd->add_option("--strategy", o.train.strategy.name, "Synchronization: " + joined(strategy_names()));
   cmd->add_option("--allreduce", o.allreduce,
                   "Gradient all-reduce of the hybrid strategy: native (shared memory), ring, hd or tree");
@@ -144,10 +147,23 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
 }
 
 int run_train_command(TrainOptions& o) {
+  // Started by mpirun: the workers are the ranks, one per process.
+  std::unique_ptr<MpiCommunicator> mpi;
+  if (launched_by_mpi()) {
+    mpi = std::make_unique<MpiCommunicator>(
+        std::chrono::milliseconds(static_cast<int64_t>(std::max(o.comm_timeout_s, 0.001) * 1000)));
+    if (o.workers_option && o.workers_option->count() > 0 && o.train.workers != mpi->size())
+      throw Error(
+          fmt::format("--workers {} does not match the {} ranks mpirun started (under mpirun the "
+                      "workers are the ranks)",
+                      o.train.workers, mpi->size()));
+    o.train.workers = mpi->size();
+  }
+  const bool speaker = !mpi || mpi->rank() == 0;  // only one process prints and writes
   check_options(o);
   o.model.init_seed = o.train.seed;
   const BlasInfo blas = detect_blas();
-  if (blas.is_reference)
+  if (blas.is_reference && speaker)
     fmt::print(stderr,
                "ptrain: warning: the reference BLAS is loaded ({}); training runs many times slower. Select "
                "OpenBLAS: update-alternatives --set libblas.so.3-x86_64-linux-gnu "
@@ -171,11 +187,16 @@ int run_train_command(TrainOptions& o) {
 
   auto factory = [&] { return make_model(o.model, train_set.sample_shape(), train_set.num_classes()); };
   const size_t num_params = factory()->params().size();
-  fmt::print(
-      "ptrain: {} model ({} parameters), {} strategy, local backend: {} workers as threads, "
-      "{} compute thread(s) each; BLAS {}\n",
-      o.model.name, num_params, o.train.strategy.name, o.train.workers, o.threads_per_worker,
-      blas.library.empty() ? "not found" : blas.library);
+  if (!speaker) {
+    train_on(*mpi, o.train, train_set, &test_set, factory);
+    return 0;
+  }
+  const std::string backend =
+      mpi ? fmt::format("mpi backend (started by mpirun): {} ranks, one worker each", o.train.workers)
+          : fmt::format("local backend: {} workers as threads", o.train.workers);
+  fmt::print("ptrain: {} model ({} parameters), {} strategy, {}, {} compute thread(s) each; BLAS {}\n",
+             o.model.name, num_params, o.train.strategy.name, backend, o.threads_per_worker,
+             blas.library.empty() ? "not found" : blas.library);
   fmt::print("ptrain: data {}: {} training and {} test samples; batch {} per worker\n", o.data_dir,
              train_set.size(), test_set.size(), o.train.batch);
 
@@ -183,7 +204,8 @@ int run_train_command(TrainOptions& o) {
   TrainCallbacks callbacks;
   callbacks.on_progress = [&](const Progress& p) { display.progress(p); };
   callbacks.on_epoch_end = [&](const EpochMetrics& m) { display.epoch_end(m, o.train.epochs); };
-  const RunResult result = train(o.train, train_set, &test_set, factory, callbacks);
+  const RunResult result = mpi ? train_on(*mpi, o.train, train_set, &test_set, factory, callbacks)
+                               : train(o.train, train_set, &test_set, factory, callbacks);
 
   uint64_t sent = 0;
   for (const auto& c : result.comm) sent = std::max(sent, c.bytes_sent);
@@ -199,8 +221,9 @@ int run_train_command(TrainOptions& o) {
              result.train_seconds, result.wall_seconds);
   fmt::print("  comm         {} sent by the busiest worker\n", mib(sent));
   if (!o.report_path.empty()) {
-    write_json_file(o.report_path,
-                    make_run_report(config_json(o, train_set, test_set, num_params, blas), result));
+    write_json_file(o.report_path, make_run_report(config_json(o, train_set, test_set, num_params, blas,
+                                                               mpi ? "mpi" : "local"),
+                                                   result));
     fmt::print("  report       {}\n", o.report_path);
   }
   return 0;

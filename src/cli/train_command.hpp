@@ -22,6 +22,7 @@ struct TrainOptions {
   std::string report_path;
   int threads_per_worker = 1;
   double comm_timeout_s = 60;
+  CLI::Option* workers_option = nullptr;  // to tell a given --workers from the default
 };
 
 // Registers the subcommand and its options on `app`; the returned options are

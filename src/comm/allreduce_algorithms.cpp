@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "comm/message_tags.hpp"
+#include "core/error.hpp"
 
 namespace ptrain {
 
@@ -147,10 +148,13 @@ void tree_allreduce(Communicator& comm, std::span<float> data) {
 }
 
 void allreduce_with(Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm) {
+  comm.allreduce(data, algorithm);
+}
+
+void run_allreduce_algorithm(Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm) {
   switch (algorithm) {
     case AllreduceAlgorithm::Native:
-      comm.allreduce(data, AllreduceAlgorithm::Native);
-      return;
+      throw Error("run_allreduce_algorithm: native is each backend's own");
     case AllreduceAlgorithm::Ring:
       ring_allreduce(comm, data);
       return;

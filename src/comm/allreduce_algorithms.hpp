@@ -24,7 +24,10 @@ void halving_doubling_allreduce(Communicator& comm, std::span<float> data);
 // rounds each way, the whole buffer at each.
 void tree_allreduce(Communicator& comm, std::span<float> data);
 
-// Runs `algorithm` (Native falls back to the communicator's own).
+// comm.allreduce(data, algorithm): the backend runs its own or one of the above.
 void allreduce_with(Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm);
+
+// For backends: runs one of the algorithms above (not Native).
+void run_allreduce_algorithm(Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm);
 
 }  // namespace ptrain

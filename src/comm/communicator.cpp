@@ -1,5 +1,6 @@
 #include "comm/communicator.hpp"
 
+#include "comm/message_tags.hpp"
 #include "core/error.hpp"
 
 namespace ptrain {
@@ -10,6 +11,26 @@ AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
   if (name == "hd") return AllreduceAlgorithm::HalvingDoubling;
   if (name == "tree") return AllreduceAlgorithm::Tree;
   throw Error("--allreduce: unknown algorithm '" + name + "' (choose native, ring, hd or tree)");
+}
+
+std::vector<std::vector<std::byte>> Communicator::allgatherv(std::span<const std::byte> mine) {
+  const int n = size(), r = rank();
+  stats_.collectives++;
+  std::vector<std::vector<std::byte>> all(static_cast<size_t>(n));
+  all[static_cast<size_t>(r)].assign(mine.begin(), mine.end());
+  // Pairwise exchange: in round k, send to r+k and receive from r-k; each round
+  // first agrees on the size, then moves the bytes.
+  for (int k = 1; k < n; ++k) {
+    const int to = (r + k) % n, from = (r + n - k) % n;
+    const uint64_t out_size = mine.size();
+    uint64_t in_size = 0;
+    sendrecv(to, std::as_bytes(std::span<const uint64_t>(&out_size, 1)), from,
+             std::as_writable_bytes(std::span<uint64_t>(&in_size, 1)), kTagAllgather);
+    auto& in = all[static_cast<size_t>(from)];
+    in.resize(in_size);
+    sendrecv(to, mine, from, in, kTagAllgather);
+  }
+  return all;
 }
 
 std::string to_string(AllreduceAlgorithm algorithm) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace ptrain {
 
@@ -41,6 +42,8 @@ class Communicator {
   // Copies root's bytes into every other worker's `data` (same size everywhere).
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   virtual void barrier() = 0;
+  // Every worker's bytes (of any size, empty too), in rank order, on every worker.
+  virtual std::vector<std::vector<std::byte>> allgatherv(std::span<const std::byte> mine);
 
   // Point-to-point, on which the algorithms in comm/ are written once for every
   // backend. send() may return before the peer receives. recv() fails with an

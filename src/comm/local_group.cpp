@@ -34,7 +34,9 @@ LocalGroup::LocalGroup(int size, std::chrono::milliseconds timeout)
   if (size <= 0) throw Error("local group: needs at least one worker (got " + std::to_string(size) + ")");
   arrived_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
   oversubscribed_ = static_cast<size_t>(size) > std::max<size_t>(allowed_cpus().size(), 1);
-  for (int r = 0; r < size; ++r) arrived_[static_cast<size_t>(r)] = false;
+  in_call_ = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r)
+    arrived_[static_cast<size_t>(r)] = false, in_call_[static_cast<size_t>(r)] = 0;
 }
 
 void LocalGroup::abort(const std::string& reason) {
@@ -97,6 +99,14 @@ void LocalGroup::arrive_and_wait(int rank, const char* what) {
   }
 }
 
+std::string LocalGroup::absent_workers(int except) const {
+  std::string absent;
+  for (int r = 0; r < size_; ++r)
+    if (r != except && in_call_[static_cast<size_t>(r)] == 0)
+      absent += (absent.empty() ? "" : ", ") + std::to_string(r);
+  return absent;
+}
+
 void LocalGroup::post(int from, int to, int tag, std::span<const std::byte> data) {
   std::lock_guard lock(mutex_);
   mailboxes_[{from, to, tag}].emplace_back(data.begin(), data.end());
@@ -143,7 +153,8 @@ void LocalCommunicator::publish(void* data, size_t bytes, const char* what) {
 }
 
 void LocalCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algorithm) {
-  if (algorithm != AllreduceAlgorithm::Native) return allreduce_with(*this, data, algorithm);
+  LocalGroup::CallScope in_call(*group_, rank_);
+  if (algorithm != AllreduceAlgorithm::Native) return run_allreduce_algorithm(*this, data, algorithm);
   const int n = size();
   stats_.collectives++;
   if (n == 1) return;
@@ -176,6 +187,7 @@ void LocalCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algo
 }
 
 void LocalCommunicator::broadcast(std::span<std::byte> data, int root) {
+  LocalGroup::CallScope in_call(*group_, rank_);
   if (root < 0 || root >= size())
     throw Error("broadcast: root " + std::to_string(root) + " outside a group of " + std::to_string(size()));
   stats_.collectives++;
@@ -191,12 +203,14 @@ void LocalCommunicator::broadcast(std::span<std::byte> data, int root) {
 }
 
 void LocalCommunicator::send(int peer, int tag, std::span<const std::byte> data) {
+  LocalGroup::CallScope in_call(*group_, rank_);
   check_peer(peer);
   group_->post(rank_, peer, tag, data);
   stats_.bytes_sent += data.size();
 }
 
 void LocalCommunicator::recv(int peer, int tag, std::span<std::byte> data) {
+  LocalGroup::CallScope in_call(*group_, rank_);
   check_peer(peer);
   group_->take(peer, rank_, tag, data);
   stats_.bytes_received += data.size();
@@ -208,6 +222,7 @@ void LocalCommunicator::check_peer(int peer) const {
 }
 
 void LocalCommunicator::barrier() {
+  LocalGroup::CallScope in_call(*group_, rank_);
   stats_.collectives++;
   group_->arrive_and_wait(rank_, "barrier");
 }

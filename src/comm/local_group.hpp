@@ -41,6 +41,21 @@ class LocalGroup {
   };
   Slot& slot(int rank) { return slots_[static_cast<size_t>(rank)]; }
 
+  // Marks a worker as inside a communication call while it lives, so that a
+  // timeout can name the workers that never arrived rather than the ones that
+  // were themselves waiting.
+  class CallScope {
+   public:
+    CallScope(LocalGroup& group, int rank) : group_(group), rank_(rank) { group_.in_call_[rank_]++; }
+    ~CallScope() { group_.in_call_[rank_]--; }
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+
+   private:
+    LocalGroup& group_;
+    int rank_;
+  };
+
   // Point-to-point: a mailbox per (from, to, tag); post() copies and returns.
   void post(int from, int to, int tag, std::span<const std::byte> data);
   // Takes the oldest message into `data`; its size must match.
@@ -59,6 +74,8 @@ class LocalGroup {
   std::atomic<bool> aborted_{false};
   bool oversubscribed_ = false;                   // more workers than cores: sleep instead of spinning
   std::unique_ptr<std::atomic<bool>[]> arrived_;  // for the timeout message only
+  std::unique_ptr<std::atomic<int>[]> in_call_;   // see CallScope
+  std::string absent_workers(int except) const;
   std::string abort_reason_;
   std::vector<Slot> slots_;
   std::map<std::tuple<int, int, int>, std::deque<std::vector<std::byte>>> mailboxes_;  // under mutex_

@@ -9,6 +9,7 @@ enum MessageTag : int {
   kTagRingAllreduce = 1,
   kTagHalvingDoubling = 2,
   kTagTree = 3,
+  kTagAllgather = 4,
 };
 
 inline std::string tag_name(int tag) {

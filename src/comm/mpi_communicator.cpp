@@ -69,7 +69,7 @@ MpiCommunicator::MpiCommunicator(std::chrono::milliseconds timeout) : timeout_(t
 }
 
 void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algorithm) {
-  if (algorithm != AllreduceAlgorithm::Native) return allreduce_with(*this, data, algorithm);
+  if (algorithm != AllreduceAlgorithm::Native) return run_allreduce_algorithm(*this, data, algorithm);
   stats_.collectives++;
   if (size_ == 1) return;
   // Ranks must agree on the size first: MPI would otherwise fail obscurely or hang.

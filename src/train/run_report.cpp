@@ -12,6 +12,19 @@
 
 namespace ptrain {
 
+namespace {
+
+// A fingerprint of the final parameters, so that two runs can be compared bit for bit.
+std::string fnv1a64_hex(std::span<const std::byte> bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (std::byte b : bytes) h = (h ^ static_cast<uint64_t>(b)) * 0x100000001b3ull;
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+}  // namespace
+
 nlohmann::json make_run_report(const nlohmann::json& config, const RunResult& r) {
   nlohmann::json report;
   report["config"] = config;
@@ -32,13 +45,15 @@ nlohmann::json make_run_report(const nlohmann::json& config, const RunResult& r)
                     {"bytes_sent", r.comm[w].bytes_sent},
                     {"bytes_received", r.comm[w].bytes_received},
                     {"collectives", r.comm[w].collectives}});
-  report["summary"] = {{"steps", r.steps},
-                       {"samples", r.samples},
-                       {"train_seconds", r.train_seconds},
-                       {"wall_seconds", r.wall_seconds},
-                       {"samples_per_s", r.samples_per_s},
-                       {"final_test_accuracy", r.epochs.empty() ? 0.0 : r.epochs.back().test_accuracy},
-                       {"final_train_loss", r.epochs.empty() ? 0.0 : r.epochs.back().train_loss}};
+  report["summary"] = {
+      {"steps", r.steps},
+      {"samples", r.samples},
+      {"train_seconds", r.train_seconds},
+      {"wall_seconds", r.wall_seconds},
+      {"samples_per_s", r.samples_per_s},
+      {"final_test_accuracy", r.epochs.empty() ? 0.0 : r.epochs.back().test_accuracy},
+      {"final_train_loss", r.epochs.empty() ? 0.0 : r.epochs.back().train_loss},
+      {"final_params_fnv1a64", fnv1a64_hex(std::as_bytes(std::span<const float>(r.final_params)))}};
   return report;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -49,105 +50,141 @@ void validate(const TrainConfig& c, const Dataset& train_set) {
 
 size_t shard_size(size_t n, int workers) { return workers > 0 ? n / static_cast<size_t>(workers) : 0; }
 
+namespace {
+
+// The length of a run, the same on every worker.
+struct RunShape {
+  uint64_t data_seed;
+  size_t steps_per_epoch, total_steps, epochs;
+};
+
+RunShape run_shape(const TrainConfig& config, const Dataset& train_set) {
+  RunShape shape;
+  shape.data_seed = derive_seed(config.seed, kDataOrderStream);
+  shape.steps_per_epoch =
+      ShardedSampler(train_set.size(), static_cast<size_t>(config.workers), 0, config.batch, shape.data_seed)
+          .batches_per_epoch();
+  shape.total_steps = shape.steps_per_epoch * config.epochs;
+  if (config.max_steps > 0 && (config.epochs == 0 || config.max_steps < shape.total_steps))
+    shape.total_steps = config.max_steps;
+  shape.epochs = (shape.total_steps + shape.steps_per_epoch - 1) / shape.steps_per_epoch;
+  return shape;
+}
+
+// One worker's whole run on `comm`, whatever the backend. Worker 0 evaluates,
+// reports progress and fills `result`.
+void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset& train_set,
+                const Dataset* test_set, Model& model, StrategyGroup& strategy, Communicator& comm,
+                const TrainCallbacks& callbacks, RunResult& result) {
+  const int rank = comm.rank(), workers = comm.size();
+  auto side = strategy.for_worker(model, comm);
+  ShardedSampler sampler(train_set.size(), static_cast<size_t>(workers), static_cast<size_t>(rank),
+                         config.batch, shape.data_seed);
+  Batch batch;
+  side->start();
+  size_t step = 0;
+  for (size_t epoch = 0; epoch < shape.epochs; ++epoch) {
+    sampler.start_epoch(epoch);
+    const size_t epoch_steps = std::min(shape.steps_per_epoch, shape.total_steps - step);
+    std::vector<float> losses(epoch_steps);
+    comm.barrier();
+    Stopwatch epoch_clock;
+    double running = 0;
+    for (size_t b = 0; b < epoch_steps; ++b, ++step) {
+      batch.gather(train_set, sampler.batch(b));
+      const float loss = side->step(batch);
+      if (!std::isfinite(loss))
+        throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower --lr)", rank,
+                                loss, step + 1));
+      losses[b] = loss;
+      running += loss;
+      if (rank == 0 && callbacks.on_progress && ((b + 1) % 5 == 0 || b + 1 == epoch_steps)) {
+        const double t = epoch_clock.seconds();
+        callbacks.on_progress(Progress{
+            epoch + 1, shape.epochs, b + 1, epoch_steps, running / static_cast<double>(b + 1),
+            t > 0 ? static_cast<double>((b + 1) * config.batch * static_cast<size_t>(workers)) / t : 0});
+      }
+    }
+    comm.barrier();
+    const double seconds = epoch_clock.seconds();
+    comm.allreduce(losses);  // every step's loss, summed over the workers
+    if (rank == 0) {
+      EpochMetrics m;
+      m.epoch = epoch + 1;
+      m.steps = epoch_steps;
+      m.seconds = seconds;
+      m.samples_per_s =
+          static_cast<double>(epoch_steps * config.batch * static_cast<size_t>(workers)) / seconds;
+      double sum = 0;
+      for (float l : losses) {
+        sum += l;
+        result.step_losses.push_back(l / static_cast<float>(workers));
+      }
+      m.train_loss = sum / static_cast<double>(epoch_steps * static_cast<size_t>(workers));
+      result.train_seconds += m.seconds;
+      side->sync_for_evaluation();
+      if (test_set) {
+        const Metrics test = model.evaluate(*test_set);
+        m.test_loss = test.loss;
+        m.test_accuracy = test.accuracy;
+      }
+      result.epochs.push_back(m);
+      if (callbacks.on_epoch_end) callbacks.on_epoch_end(m);
+    }
+    comm.barrier();  // the others wait while worker 0 evaluates
+  }
+  // Every worker's byte counters, to worker 0.
+  const CommStats mine = comm.stats();
+  const auto all = comm.allgatherv(std::as_bytes(std::span<const CommStats>(&mine, 1)));
+  if (rank != 0) return;
+  side->sync_for_evaluation();
+  auto p = model.params();
+  result.final_params.assign(p.begin(), p.end());
+  for (const auto& bytes : all) {
+    CommStats s;
+    std::memcpy(&s, bytes.data(), sizeof s);
+    result.comm.push_back(s);
+  }
+}
+
+void finish(const TrainConfig& config, const RunShape& shape, RunResult& result) {
+  result.steps = shape.total_steps;
+  result.samples = shape.total_steps * config.batch * static_cast<size_t>(config.workers);
+  for (size_t s = 0; s < result.step_losses.size(); ++s)
+    if ((s + 1) % std::max<size_t>(config.log_every, 1) == 0 || s + 1 == result.step_losses.size())
+      result.loss_curve.push_back({s + 1, result.step_losses[s]});
+  result.samples_per_s =
+      result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0;
+}
+
+StrategyConfig strategy_config(const TrainConfig& config) {
+  StrategyConfig c = config.strategy;
+  c.timeout = config.comm_timeout;
+  return c;
+}
+
+}  // namespace
+
 RunResult train(const TrainConfig& config, const Dataset& train_set, const Dataset* test_set,
                 const ModelFactory& make_replica, const TrainCallbacks& callbacks) {
   validate(config, train_set);
   Stopwatch wall;
   const int workers = config.workers;
-  const uint64_t data_seed = derive_seed(config.seed, kDataOrderStream);
-  const size_t steps_per_epoch =
-      ShardedSampler(train_set.size(), static_cast<size_t>(workers), 0, config.batch, data_seed)
-          .batches_per_epoch();
-  size_t total_steps = steps_per_epoch * config.epochs;
-  if (config.max_steps > 0 && (config.epochs == 0 || config.max_steps < total_steps))
-    total_steps = config.max_steps;
-  const size_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
-
+  const RunShape shape = run_shape(config, train_set);
   std::vector<std::unique_ptr<Model>> replicas;
   for (int r = 0; r < workers; ++r) replicas.push_back(make_replica());
-  const size_t num_params = replicas[0]->params().size();
   auto group = std::make_shared<LocalGroup>(workers, config.comm_timeout);
-  StrategyConfig strategy_config = config.strategy;
-  strategy_config.timeout = config.comm_timeout;
-  auto strategy = make_strategy_group(strategy_config, num_params, workers);
-
-  // losses[r][s]: worker r's batch loss at step s. Each worker writes its own row;
-  // worker 0 reads the others only after a barrier.
-  std::vector<std::vector<float>> losses(static_cast<size_t>(workers), std::vector<float>(total_steps));
-  std::vector<CommStats> comm_stats(static_cast<size_t>(workers));
+  auto strategy = make_strategy_group(strategy_config(config), replicas[0]->params().size(), workers);
   RunResult result;
   FirstError first_error;
-
-  auto run_worker = [&](int rank) {
-    if (config.pin_workers) pin_current_thread(rank);
-    LocalCommunicator comm(group, rank);
-    Model& model = *replicas[static_cast<size_t>(rank)];
-    auto side = strategy->for_worker(model, comm);
-    ShardedSampler sampler(train_set.size(), static_cast<size_t>(workers), static_cast<size_t>(rank),
-                           config.batch, data_seed);
-    Batch batch;
-    auto& my_losses = losses[static_cast<size_t>(rank)];
-    side->start();
-    size_t step = 0;
-    for (size_t epoch = 0; epoch < epochs; ++epoch) {
-      sampler.start_epoch(epoch);
-      const size_t epoch_first_step = step;
-      const size_t epoch_steps = std::min(steps_per_epoch, total_steps - step);
-      comm.barrier();
-      Stopwatch epoch_clock;
-      double running = 0;
-      for (size_t b = 0; b < epoch_steps; ++b, ++step) {
-        batch.gather(train_set, sampler.batch(b));
-        const float loss = side->step(batch);
-        if (!std::isfinite(loss))
-          throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower --lr)",
-                                  rank, loss, step + 1));
-        my_losses[step] = loss;
-        running += loss;
-        if (rank == 0 && callbacks.on_progress && ((b + 1) % 5 == 0 || b + 1 == epoch_steps)) {
-          const double t = epoch_clock.seconds();
-          callbacks.on_progress(Progress{
-              epoch + 1, epochs, b + 1, epoch_steps, running / static_cast<double>(b + 1),
-              t > 0 ? static_cast<double>((b + 1) * config.batch * static_cast<size_t>(workers)) / t : 0});
-        }
-      }
-      comm.barrier();
-      if (rank == 0) {
-        EpochMetrics m;
-        m.epoch = epoch + 1;
-        m.steps = epoch_steps;
-        m.seconds = epoch_clock.seconds();
-        m.samples_per_s =
-            static_cast<double>(epoch_steps * config.batch * static_cast<size_t>(workers)) / m.seconds;
-        double sum = 0;
-        for (const auto& row : losses)
-          for (size_t s = epoch_first_step; s < step; ++s) sum += row[s];
-        m.train_loss = sum / static_cast<double>(epoch_steps * static_cast<size_t>(workers));
-        result.train_seconds += m.seconds;
-        side->sync_for_evaluation();
-        if (test_set) {
-          const Metrics test = model.evaluate(*test_set);
-          m.test_loss = test.loss;
-          m.test_accuracy = test.accuracy;
-        }
-        result.epochs.push_back(m);
-        if (callbacks.on_epoch_end) callbacks.on_epoch_end(m);
-      }
-      comm.barrier();  // the others wait while worker 0 evaluates
-    }
-    if (rank == 0) {
-      side->sync_for_evaluation();
-      auto p = model.params();
-      result.final_params.assign(p.begin(), p.end());
-    }
-    comm_stats[static_cast<size_t>(rank)] = comm.stats();
-  };
-
   std::vector<std::thread> threads;
   for (int r = 0; r < workers; ++r)
     threads.emplace_back([&, r] {
       try {
-        run_worker(r);
+        if (config.pin_workers) pin_current_thread(r);
+        LocalCommunicator comm(group, r);
+        run_worker(config, shape, train_set, test_set, *replicas[static_cast<size_t>(r)], *strategy, comm,
+                   callbacks, result);
       } catch (const std::exception& e) {
         first_error.record(e.what());
         const std::string reason = fmt::format("stopped because worker {} failed", r);
@@ -157,20 +194,25 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
     });
   for (auto& t : threads) t.join();
   if (!first_error.message().empty()) throw Error(first_error.message());
+  finish(config, shape, result);
+  result.wall_seconds = wall.seconds();
+  return result;
+}
 
-  result.steps = total_steps;
-  result.samples = total_steps * config.batch * static_cast<size_t>(workers);
-  result.comm = comm_stats;
-  result.step_losses.resize(total_steps);
-  for (size_t s = 0; s < total_steps; ++s) {
-    double sum = 0;
-    for (const auto& row : losses) sum += row[s];
-    result.step_losses[s] = static_cast<float>(sum / workers);
-    if ((s + 1) % std::max<size_t>(config.log_every, 1) == 0 || s + 1 == total_steps)
-      result.loss_curve.push_back({s + 1, result.step_losses[s]});
-  }
-  result.samples_per_s =
-      result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0;
+RunResult train_on(Communicator& comm, const TrainConfig& config, const Dataset& train_set,
+                   const Dataset* test_set, const ModelFactory& make_replica,
+                   const TrainCallbacks& callbacks) {
+  if (config.workers != comm.size())
+    throw Error(fmt::format("train: {} workers configured but the {} backend has {}", config.workers,
+                            comm.backend(), comm.size()));
+  validate(config, train_set);
+  Stopwatch wall;
+  const RunShape shape = run_shape(config, train_set);
+  auto model = make_replica();
+  auto strategy = make_strategy_group(strategy_config(config), model->params().size(), comm.size());
+  RunResult result;
+  run_worker(config, shape, train_set, test_set, *model, *strategy, comm, callbacks, result);
+  finish(config, shape, result);
   result.wall_seconds = wall.seconds();
   return result;
 }

@@ -44,7 +44,7 @@ struct LossPoint {
 struct RunResult {
   std::vector<EpochMetrics> epochs;
   std::vector<LossPoint> loss_curve;  // every log_every steps
-  std::vector<float> step_losses;     // every step, mean over workers
+  std::vector<float> step_losses;     // every step, mean over workers (float sums, in rank order)
   std::vector<CommStats> comm;        // per worker
   std::vector<float> final_params;    // the model to evaluate (rank 0's after the last step)
   size_t steps = 0;
@@ -73,6 +73,13 @@ using ModelFactory = std::function<std::unique_ptr<Model>()>;
 // fails (naming the worker), after stopping the others.
 RunResult train(const TrainConfig& config, const Dataset& train_set, const Dataset* test_set,
                 const ModelFactory& make_replica, const TrainCallbacks& callbacks = {});
+
+// The same run as one worker of a group that already exists across processes
+// (the MPI backend: one worker per rank). Every rank calls it; rank 0's result
+// holds the metrics, the others' only their own timing.
+RunResult train_on(Communicator& comm, const TrainConfig& config, const Dataset& train_set,
+                   const Dataset* test_set, const ModelFactory& make_replica,
+                   const TrainCallbacks& callbacks = {});
 
 // Samples per worker per epoch, and steps per epoch, for a data set of `n`.
 size_t shard_size(size_t n, int workers);

@@ -162,3 +162,50 @@ TEST(PtrainCli, WarnsWhenTheReferenceBlasIsLoaded) {
 
 }  // namespace
 }  // namespace ptrain
+
+namespace ptrain {
+namespace {
+
+std::string report_field(const std::string& path, const char* section, const char* field) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in)[section][field].dump();
+}
+
+const char* kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe";
+
+// The summation order is the algorithm's, not the backend's: 4 threads and 4
+// MPI processes end with the same bits after 50 steps.
+TEST(PtrainCli, MpirunTrainsTheSameParametersAsThreads) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (std::system("command -v mpirun >/dev/null") != 0) GTEST_SKIP() << "no mpirun";
+  test::ScratchDir dir;
+  const std::string args =
+      " --train-samples 8192 --epochs 1 --max-steps 50 --batch 16 --optimizer momentum "
+      "--lr 0.05 --report ";
+  for (const char* algorithm : {"ring", "hd", "tree"}) {
+    const std::string local = dir.file(std::string("local-") + algorithm + ".json");
+    const std::string mpi = dir.file(std::string("mpi-") + algorithm + ".json");
+    const Outcome threads =
+        run_ptrain("train --workers 4 --allreduce " + std::string(algorithm) + args + local);
+    ASSERT_EQ(threads.exit_code, 0) << threads.err;
+    const Outcome ranks = run_ptrain_with_env(std::string(kMpirun) + " -np 4",
+                                              "train --allreduce " + std::string(algorithm) + args + mpi);
+    ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+    EXPECT_NE(ranks.out.find("mpi backend (started by mpirun): 4 ranks"), std::string::npos) << ranks.out;
+    EXPECT_EQ(report_field(mpi, "config", "backend"), "\"mpi\"");
+    EXPECT_EQ(report_field(mpi, "summary", "steps"), "50");
+    EXPECT_EQ(report_field(local, "summary", "final_params_fnv1a64"),
+              report_field(mpi, "summary", "final_params_fnv1a64"))
+        << algorithm;
+  }
+}
+
+TEST(PtrainCli, AnErrorOnOneRankEndsTheMpiJob) {
+  if (std::system("command -v mpirun >/dev/null") != 0) GTEST_SKIP() << "no mpirun";
+  const Outcome o = run_ptrain_with_env(std::string(kMpirun) + " -np 2", "train --workers 3");
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_NE(o.err.find("--workers 3 does not match the 2 ranks"), std::string::npos) << o.err;
+}
+
+}  // namespace
+}  // namespace ptrain
