@@ -119,8 +119,10 @@ void LocalGroup::take(int from, int to, int tag, std::span<std::byte> data) {
   const bool arrived = cv_.wait_for(lock, timeout_, [&] { return !box.empty() || aborted_; });
   if (aborted_) throw Error(abort_reason_);
   if (!arrived) {
-    abort_reason_ = fmt::format("{}: worker {} timed out after {:g} s waiting for worker {}", tag_name(tag),
-                                to, static_cast<double>(timeout_.count()) / 1000.0, from);
+    const std::string absent = absent_workers(to);
+    abort_reason_ = fmt::format("{}: worker {} timed out after {:g} s waiting for worker {}{}", tag_name(tag),
+                                to, static_cast<double>(timeout_.count()) / 1000.0, from,
+                                absent.empty() ? "" : " (worker(s) " + absent + " never arrived)");
     aborted_ = true;
     cv_.notify_all();
     throw Error(abort_reason_);
