@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/local_group.hpp"
+#include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "core/stopwatch.hpp"
 #include "core/thread_affinity.hpp"
@@ -43,10 +47,48 @@ struct Measurement {
   bool correct = true;
 };
 
-Measurement measure(int ranks, size_t floats, AllreduceAlgorithm algorithm, int iters, int warmup) {
+// One worker's part: warm up, time `iters` all-reduces, check the result.
+Measurement measure_rank(Communicator& comm, size_t floats, AllreduceAlgorithm algorithm, int iters,
+                         int warmup) {
+  std::vector<float> data(floats);
+  auto fill = [&] {
+    for (size_t i = 0; i < floats; ++i) data[i] = input_value(comm.rank(), i);
+  };
+  for (int i = 0; i < warmup; ++i) {
+    fill();
+    allreduce_with(comm, data, algorithm);
+  }
+  double total = 0;
+  for (int i = 0; i < iters; ++i) {
+    fill();
+    comm.barrier();
+    Stopwatch clock;
+    allreduce_with(comm, data, algorithm);
+    total += clock.seconds();
+  }
+  Measurement m;
+  m.seconds = total / iters;
+  for (size_t i = 0; i < floats && m.correct; ++i) {
+    float expected = 0;
+    for (int k = 0; k < comm.size(); ++k) expected += input_value(k, i);
+    m.correct = data[i] == expected;
+  }
+  return m;
+}
+
+// The slowest rank's time, and whether every rank was right.
+Measurement combine(const std::vector<Measurement>& all) {
+  Measurement m;
+  for (const auto& one : all) {
+    m.seconds = std::max(m.seconds, one.seconds);
+    m.correct = m.correct && one.correct;
+  }
+  return m;
+}
+
+Measurement measure_local(int ranks, size_t floats, AllreduceAlgorithm algorithm, int iters, int warmup) {
   auto group = std::make_shared<LocalGroup>(ranks);
-  std::vector<double> seconds(static_cast<size_t>(ranks));
-  std::vector<char> correct(static_cast<size_t>(ranks), 1);
+  std::vector<Measurement> all(static_cast<size_t>(ranks));
   std::string first_error;
   std::mutex error_mutex;
   std::vector<std::thread> threads;
@@ -55,31 +97,7 @@ Measurement measure(int ranks, size_t floats, AllreduceAlgorithm algorithm, int 
       try {
         pin_current_thread(r);
         LocalCommunicator comm(group, r);
-        std::vector<float> data(floats);
-        auto fill = [&] {
-          for (size_t i = 0; i < floats; ++i) data[i] = input_value(r, i);
-        };
-        for (int i = 0; i < warmup; ++i) {
-          fill();
-          allreduce_with(comm, data, algorithm);
-        }
-        double total = 0;
-        for (int i = 0; i < iters; ++i) {
-          fill();
-          comm.barrier();
-          Stopwatch clock;
-          allreduce_with(comm, data, algorithm);
-          total += clock.seconds();
-        }
-        seconds[static_cast<size_t>(r)] = total / iters;
-        for (size_t i = 0; i < floats; ++i) {
-          float expected = 0;
-          for (int k = 0; k < ranks; ++k) expected += input_value(k, i);
-          if (data[i] != expected) {
-            correct[static_cast<size_t>(r)] = 0;
-            break;
-          }
-        }
+        all[static_cast<size_t>(r)] = measure_rank(comm, floats, algorithm, iters, warmup);
       } catch (const std::exception& e) {
         std::lock_guard lock(error_mutex);
         if (first_error.empty()) first_error = e.what();
@@ -88,10 +106,19 @@ Measurement measure(int ranks, size_t floats, AllreduceAlgorithm algorithm, int 
     });
   for (auto& t : threads) t.join();
   if (!first_error.empty()) throw Error(first_error);
-  Measurement m;
-  m.seconds = *std::max_element(seconds.begin(), seconds.end());
-  m.correct = std::all_of(correct.begin(), correct.end(), [](char c) { return c != 0; });
-  return m;
+  return combine(all);
+}
+
+Measurement measure_mpi(MpiCommunicator& comm, size_t floats, AllreduceAlgorithm algorithm, int iters,
+                        int warmup) {
+  const Measurement mine = measure_rank(comm, floats, algorithm, iters, warmup);
+  std::vector<Measurement> all;
+  for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span<const Measurement>(&mine, 1)))) {
+    Measurement m;
+    std::memcpy(&m, bytes.data(), sizeof m);
+    all.push_back(m);
+  }
+  return combine(all);
 }
 
 std::string human_bytes(size_t bytes) {
@@ -118,7 +145,8 @@ std::vector<size_t> parse_byte_sizes(const std::string& text) {
 CLI::App* add_bench_allreduce_command(CLI::App& bench, BenchAllreduceOptions& o) {
   auto* cmd = bench.add_subcommand("allreduce", "Time each all-reduce algorithm over a range of sizes");
   cmd->option_defaults()->always_capture_default();
-  cmd->add_option("--backend", o.backend, "Communication backend: local (threads)");
+  if (launched_by_mpi()) o.backend = "mpi";
+  cmd->add_option("--backend", o.backend, "Communication backend: local (threads) or mpi (under mpirun)");
   cmd->add_option("--algo", o.algo, "native, ring, hd, tree or all");
   cmd->add_option("--ranks", o.ranks, "Workers (0: one per core)");
   cmd->add_option("--sizes", o.sizes, "Message sizes: one (1MiB) or a range in x4 steps (4KiB:256MiB)");
@@ -129,9 +157,19 @@ CLI::App* add_bench_allreduce_command(CLI::App& bench, BenchAllreduceOptions& o)
 }
 
 int run_bench_allreduce_command(BenchAllreduceOptions& o) {
-  if (o.backend != "local")
-    throw Error("--backend: unknown backend '" + o.backend + "' (this build has: local)");
+  std::unique_ptr<MpiCommunicator> mpi;
+  if (o.backend == "mpi") {
+    if (!launched_by_mpi())
+      throw Error("--backend mpi: start ptrain under mpirun (mpirun -np 4 ptrain bench ...)");
+    mpi = std::make_unique<MpiCommunicator>();
+    if (o.ranks != 0 && o.ranks != mpi->size())
+      throw Error(fmt::format("--ranks {} does not match the {} ranks mpirun started", o.ranks, mpi->size()));
+    o.ranks = mpi->size();
+  } else if (o.backend != "local") {
+    throw Error("--backend: unknown backend '" + o.backend + "' (choose local or mpi)");
+  }
   if (o.ranks == 0) o.ranks = static_cast<int>(std::max<size_t>(allowed_cpus().size(), 1));
+  const bool speaker = !mpi || mpi->rank() == 0;
   if (o.ranks < 1) throw Error(fmt::format("--ranks must be at least 1 (got {})", o.ranks));
   if (o.iters < 1) throw Error(fmt::format("--iters must be at least 1 (got {})", o.iters));
   if (o.warmup < 0) throw Error(fmt::format("--warmup must be at least 0 (got {})", o.warmup));
@@ -144,22 +182,27 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   const std::vector<size_t> sizes = parse_byte_sizes(o.sizes);
 
   std::ofstream csv;
-  if (!o.csv_path.empty()) {
+  if (!o.csv_path.empty() && speaker) {
     csv.open(o.csv_path);
     if (!csv) throw Error("--csv " + o.csv_path + ": cannot write");
     csv << "backend,algorithm,ranks,bytes,seconds,algbw_gbps,busbw_gbps,correct\n";
   }
   // nccl-tests: algbw = bytes / time; busbw = algbw * 2(n-1)/n, what each link carries.
   const double bus_factor = 2.0 * (o.ranks - 1) / o.ranks;
-  fmt::print("all-reduce, backend {}, {} ranks, {} iterations per size (time: mean of the slowest rank)\n",
-             o.backend, o.ranks, o.iters);
-  fmt::print("{:>6} {:>10} {:>12} {:>12} {:>12} {:>6}\n", "algo", "size", "time (us)", "algbw GB/s",
-             "busbw GB/s", "check");
+  if (speaker) {
+    fmt::print("all-reduce, backend {}, {} ranks, {} iterations per size (time: mean of the slowest rank)\n",
+               o.backend, o.ranks, o.iters);
+    fmt::print("{:>6} {:>10} {:>12} {:>12} {:>12} {:>6}\n", "algo", "size", "time (us)", "algbw GB/s",
+               "busbw GB/s", "check");
+  }
   bool all_correct = true;
   for (AllreduceAlgorithm algorithm : algorithms)
     for (size_t bytes : sizes) {
       const size_t floats = std::max<size_t>(bytes / sizeof(float), 1);
-      const Measurement m = measure(o.ranks, floats, algorithm, o.iters, o.warmup);
+      const Measurement m = mpi ? measure_mpi(*mpi, floats, algorithm, o.iters, o.warmup)
+                                : measure_local(o.ranks, floats, algorithm, o.iters, o.warmup);
+      all_correct &= m.correct;
+      if (!speaker) continue;
       const double algbw = static_cast<double>(floats * sizeof(float)) / m.seconds / 1e9;
       fmt::print("{:>6} {:>10} {:>12.1f} {:>12.3f} {:>12.3f} {:>6}\n", to_string(algorithm),
                  human_bytes(floats * sizeof(float)), m.seconds * 1e6, algbw, algbw * bus_factor,
@@ -167,7 +210,6 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
       if (csv)
         csv << fmt::format("{},{},{},{},{:.9f},{:.6f},{:.6f},{}\n", o.backend, to_string(algorithm), o.ranks,
                            floats * sizeof(float), m.seconds, algbw, algbw * bus_factor, m.correct);
-      all_correct &= m.correct;
     }
   if (!all_correct)
     throw Error("bench allreduce: some results differ from the exact sum (marked WRONG above)");

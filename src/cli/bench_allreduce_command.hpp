@@ -7,7 +7,7 @@
 namespace ptrain {
 
 struct BenchAllreduceOptions {
-  std::string backend = "local";
+  std::string backend = "local";  // "mpi" under mpirun
   std::string algo = "all";
   int ranks = 0;  // 0: one per core
   std::string sizes = "4KiB:64MiB";
