@@ -179,12 +179,6 @@ int run_train_command(TrainOptions& o) {
     apply_standardization(train_set, s);
     apply_standardization(test_set, s);
   }
-  const size_t shard = shard_size(train_set.size(), o.train.workers);
-  if (o.train.batch > shard)
-    throw Error(
-        fmt::format("--batch {} is larger than each worker's shard of {} samples ({} samples, {} workers)",
-                    o.train.batch, shard, train_set.size(), o.train.workers));
-
   auto factory = [&] { return make_model(o.model, train_set.sample_shape(), train_set.num_classes()); };
   const size_t num_params = factory()->params().size();
   if (!speaker) {
