@@ -39,16 +39,11 @@ void validate(const TrainConfig& c, const Dataset& train_set) {
   if (c.batch < 1) throw Error("--batch must be at least 1");
   if (c.epochs < 1 && c.max_steps == 0) throw Error("--epochs must be at least 1");
   if (train_set.size() == 0) throw Error("training set '" + train_set.name() + "' is empty");
-  const size_t shard = shard_size(train_set.size(), c.workers);
-  if (c.batch > shard)
-    throw Error(
-        fmt::format("--batch {} is larger than each worker's shard of {} samples ({} samples, {} workers)",
-                    c.batch, shard, train_set.size(), c.workers));
+  // The batch against the shard is checked by ShardedSampler, which run_shape()
+  // builds before any replica exists.
 }
 
 }  // namespace
-
-size_t shard_size(size_t n, int workers) { return workers > 0 ? n / static_cast<size_t>(workers) : 0; }
 
 namespace {
 

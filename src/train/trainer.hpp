@@ -81,7 +81,4 @@ RunResult train_on(Communicator& comm, const TrainConfig& config, const Dataset&
                    const Dataset* test_set, const ModelFactory& make_replica,
                    const TrainCallbacks& callbacks = {});
 
-// Samples per worker per epoch, and steps per epoch, for a data set of `n`.
-size_t shard_size(size_t n, int workers);
-
 }  // namespace ptrain
