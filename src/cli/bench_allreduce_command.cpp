@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cli/byte_size.hpp"
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/local_group.hpp"
 #include "comm/mpi_communicator.hpp"
@@ -21,22 +22,8 @@ namespace ptrain {
 namespace {
 
 size_t parse_one_size(const std::string& text, const std::string& whole) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  const std::string unit = text.substr(used);
-  double scale = 0;
-  if (unit == "" || unit == "B") scale = 1;
-  if (unit == "KiB" || unit == "K") scale = 1024.0;
-  if (unit == "MiB" || unit == "M") scale = 1024.0 * 1024;
-  if (unit == "GiB" || unit == "G") scale = 1024.0 * 1024 * 1024;
-  if (used == 0 || scale == 0 || !(value > 0))
-    throw Error("--sizes '" + whole + "': expected sizes such as 4KiB, 1MiB or a range 4KiB:256MiB");
-  return static_cast<size_t>(value * scale);
+  if (auto bytes = parse_byte_size(text)) return *bytes;
+  throw Error("--sizes '" + whole + "': expected sizes such as 4KiB, 1MiB or a range 4KiB:256MiB");
 }
 
 // Worker r's input: small integers, so the float sum is exact and checkable.
@@ -119,13 +106,6 @@ Measurement measure_mpi(MpiCommunicator& comm, size_t floats, AllreduceAlgorithm
     all.push_back(m);
   }
   return combine(all);
-}
-
-std::string human_bytes(size_t bytes) {
-  if (bytes >= (1u << 30) && bytes % (1u << 30) == 0) return fmt::format("{}GiB", bytes >> 30);
-  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return fmt::format("{}MiB", bytes >> 20);
-  if (bytes >= (1u << 10) && bytes % (1u << 10) == 0) return fmt::format("{}KiB", bytes >> 10);
-  return fmt::format("{}B", bytes);
 }
 
 }  // namespace
