@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "cli/byte_size.hpp"
 #include "cli/progress_display.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
@@ -11,6 +12,7 @@
 #include "model/blas_check.hpp"
 #include "model/torch/model_factory.hpp"
 #include "optim/optimizer.hpp"
+#include "sync/gradient_buckets.hpp"
 #include "train/run_report.hpp"
 
 namespace ptrain {
@@ -64,6 +66,11 @@ void check_options(TrainOptions& o) {
                 joined(strategy_names()) + ")");
   o.model.hidden = parse_widths(o.hidden);
   o.train.strategy.allreduce = parse_allreduce_algorithm(o.allreduce);
+  const auto bucket_bytes = parse_byte_size(o.bucket_size);
+  if (!bucket_bytes)
+    throw Error("--bucket-size '" + o.bucket_size +
+                "': expected a positive size such as 25MiB, 512KiB or 4096");
+  o.train.strategy.bucket_bytes = *bucket_bytes;
   OptimizerConfig opt;
   opt.kind = parse_optimizer_kind(o.optimizer);
   opt.lr = o.lr;
@@ -84,6 +91,8 @@ nlohmann::json config_json(const TrainOptions& o, const Dataset& train_set, cons
           {"strategy", o.train.strategy.name},
           {"backend", backend},
           {"allreduce", o.allreduce},
+          {"bucket_bytes", o.train.strategy.bucket_bytes},
+          {"overlap", o.train.strategy.overlap},
           {"workers", o.train.workers},
           {"batch_per_worker", o.train.batch},
           {"epochs", o.train.epochs},
@@ -126,6 +135,11 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--strategy", o.train.strategy.name, "Synchronization: " + joined(strategy_names()));
   cmd->add_option("--allreduce", o.allreduce,
                   "Gradient all-reduce of the hybrid strategy: native (shared memory), ring, hd or tree");
+  cmd->add_option(
+      "--bucket-size", o.bucket_size,
+      "Gradients are all-reduced in buckets of this size (e.g. 25MiB, 512KiB), last layers first");
+  cmd->add_flag("--overlap,!--no-overlap", o.train.strategy.overlap,
+                "Start each bucket's all-reduce while backward still runs (LibTorch models)");
   cmd->add_option("--optimizer", o.optimizer, "sgd, momentum, nesterov or adam");
   cmd->add_option("--lr", o.lr, "Learning rate");
   cmd->add_option("--momentum", o.momentum, "Momentum (momentum and nesterov)");
@@ -180,7 +194,11 @@ int run_train_command(TrainOptions& o) {
     apply_standardization(test_set, s);
   }
   auto factory = [&] { return make_model(o.model, train_set.sample_shape(), train_set.num_classes()); };
-  const size_t num_params = factory()->params().size();
+  auto probe = factory();
+  const size_t num_params = probe->params().size();
+  const size_t num_buckets = plan_gradient_buckets(probe->layout(), o.train.strategy.bucket_bytes).size();
+  const bool overlaps = o.train.strategy.overlap && probe->set_gradient_ready_hook({});
+  probe.reset();
   if (!speaker) {
     train_on(*mpi, o.train, train_set, &test_set, factory);
     return 0;
@@ -208,7 +226,11 @@ int run_train_command(TrainOptions& o) {
   fmt::print("  model        {} ({} parameters)\n", o.model.name, num_params);
   fmt::print("  strategy     {}, {} workers x batch {}, {} lr {}\n", o.train.strategy.name, o.train.workers,
              o.train.batch, o.optimizer, o.lr);
-  fmt::print("  steps        {} in {} epoch(s)\n", result.steps, result.epochs.size());
+  fmt::print("  steps        {} in {} epoch(s), {:.2f} ms each\n", result.steps, result.epochs.size(),
+             result.steps > 0 ? 1000.0 * result.train_seconds / static_cast<double>(result.steps) : 0.0);
+  if (o.train.strategy.name == "hybrid")
+    fmt::print("  all-reduce   {} in {} bucket(s) of at most {}, overlap with backward {}\n", o.allreduce,
+               num_buckets, human_bytes(o.train.strategy.bucket_bytes), overlaps ? "on" : "off");
   fmt::print("  test         accuracy {:.2f}%  loss {:.4f}\n", 100 * accuracy,
              result.epochs.empty() ? 0.0 : result.epochs.back().test_loss);
   fmt::print("  throughput   {:.0f} samples/s ({:.1f} s training, {:.1f} s wall)\n", result.samples_per_s,

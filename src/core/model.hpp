@@ -1,6 +1,7 @@
 #pragma once
 // The Model interface every strategy drives. Parameters and gradients are two
 // flat float buffers with the same layout; the layers below see only spans.
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -42,6 +43,14 @@ class Model {
 
   // Loss and accuracy over a whole data set, without touching grads().
   virtual Metrics evaluate(const Dataset& data) = 0;
+
+  // Called during forward_backward() as soon as the gradient of layout segment
+  // `segment` is final, so its communication can start while backward goes on.
+  using GradientReadyHook = std::function<void(size_t segment)>;
+  // Models that can tell (LibTorch's autograd hooks) keep the hook and return
+  // true; for the others every gradient is final when forward_backward() returns.
+  // An empty hook removes it.
+  virtual bool set_gradient_ready_hook(GradientReadyHook /*hook*/) { return false; }
 };
 
 }  // namespace ptrain

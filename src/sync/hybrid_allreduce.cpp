@@ -2,15 +2,24 @@
 
 #include <cstddef>
 
-#include "comm/allreduce_algorithms.hpp"
-
 namespace ptrain {
 
 HybridAllreduce::HybridAllreduce(Model& model, Communicator& comm, const StrategyConfig& config)
-    : model_(model),
-      comm_(comm),
-      optimizer_(make_optimizer(config.optimizer, model.params().size())),
-      algorithm_(config.allreduce) {}
+    : model_(model), comm_(comm), optimizer_(make_optimizer(config.optimizer, model.params().size())) {
+  // Overlap needs the model to say when each gradient is final; otherwise the
+  // buckets go after backward.
+  const bool overlap = config.overlap && model_.set_gradient_ready_hook(
+                                             [this](size_t segment) { reducer_->segment_ready(segment); });
+  try {
+    reducer_ = std::make_unique<GradientReducer>(comm_, config.allreduce, model_.grads(), model_.layout(),
+                                                 config.bucket_bytes, overlap);
+  } catch (...) {
+    model_.set_gradient_ready_hook({});  // the model outlives this half-built strategy
+    throw;
+  }
+}
+
+HybridAllreduce::~HybridAllreduce() { model_.set_gradient_ready_hook({}); }
 
 void HybridAllreduce::start() {
   // Replicas start from rank 0's weights, whatever each was initialised with.
@@ -19,12 +28,10 @@ void HybridAllreduce::start() {
 }
 
 float HybridAllreduce::step(const Batch& batch) {
+  reducer_->begin_step();
   const float loss = model_.forward_backward(batch);
-  auto grads = model_.grads();
-  allreduce_with(comm_, grads, algorithm_);
-  const float inv_workers = 1.0f / static_cast<float>(comm_.size());
-  for (float& g : grads) g *= inv_workers;
-  optimizer_->step(model_.params(), grads);
+  reducer_->finish_step();  // the mean gradient, in grads()
+  optimizer_->step(model_.params(), model_.grads());
   return loss;
 }
 

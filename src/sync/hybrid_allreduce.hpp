@@ -3,6 +3,7 @@
 // mini-batch, the G gradients are averaged with an all-reduce, and every
 // replica applies the same update, so all replicas stay identical. It behaves
 // as one worker with a G times larger batch.
+#include "sync/gradient_reducer.hpp"
 #include "sync/strategy.hpp"
 
 namespace ptrain {
@@ -10,6 +11,7 @@ namespace ptrain {
 class HybridAllreduce : public WorkerStrategy {
  public:
   HybridAllreduce(Model& model, Communicator& comm, const StrategyConfig& config);
+  ~HybridAllreduce() override;
   void start() override;
   float step(const Batch& batch) override;
 
@@ -17,7 +19,7 @@ class HybridAllreduce : public WorkerStrategy {
   Model& model_;
   Communicator& comm_;
   std::unique_ptr<Optimizer> optimizer_;
-  AllreduceAlgorithm algorithm_;
+  std::unique_ptr<GradientReducer> reducer_;
 };
 
 class HybridGroup : public StrategyGroup {

@@ -29,6 +29,8 @@ struct StrategyConfig {
   std::string name = "hybrid";  // hybrid | sequential
   OptimizerConfig optimizer;
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::Native;  // hybrid's gradient all-reduce
+  size_t bucket_bytes = size_t{25} << 20;                     // gradient buckets, as PyTorch DDP's default
+  bool overlap = true;                                        // all-reduce buckets while backward still runs
   // How long a worker waits on the others (a collective, a turn) before failing.
   std::chrono::milliseconds timeout{60000};
 };

@@ -49,6 +49,7 @@ nlohmann::json make_run_report(const nlohmann::json& config, const RunResult& r)
       {"steps", r.steps},
       {"samples", r.samples},
       {"train_seconds", r.train_seconds},
+      {"mean_step_ms", r.steps > 0 ? 1000.0 * r.train_seconds / static_cast<double>(r.steps) : 0.0},
       {"wall_seconds", r.wall_seconds},
       {"samples_per_s", r.samples_per_s},
       {"final_test_accuracy", r.epochs.empty() ? 0.0 : r.epochs.back().test_accuracy},

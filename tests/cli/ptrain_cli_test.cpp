@@ -51,6 +51,8 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--strategy gossip", "--strategy: unknown strategy 'gossip'"},
       {"--optimizer rmsprop", "rmsprop"},
       {"--allreduce gossip", "--allreduce: unknown algorithm 'gossip'"},
+      {"--bucket-size 0", "--bucket-size '0': expected a positive size"},
+      {"--bucket-size 12XB", "--bucket-size '12XB'"},
       {"--hidden 128,,64", "--hidden '128,,64'"},
       {"--momentum 1.5 --optimizer momentum", "--momentum"},
       {"--weight-decay -1", "--weight-decay"},
@@ -182,22 +184,36 @@ TEST(PtrainCli, MpirunTrainsTheSameParametersAsThreads) {
   const std::string args =
       " --train-samples 8192 --epochs 1 --max-steps 50 --batch 16 --optimizer momentum "
       "--lr 0.05 --report ";
-  for (const char* algorithm : {"ring", "hd", "tree"}) {
-    const std::string local = dir.file(std::string("local-") + algorithm + ".json");
-    const std::string mpi = dir.file(std::string("mpi-") + algorithm + ".json");
-    const Outcome threads =
-        run_ptrain("train --workers 4 --allreduce " + std::string(algorithm) + args + local);
+  // The CNN in 64 KiB buckets: 3 buckets, all-reduced by each rank's
+  // communication thread while backward runs (MPI called from a second thread).
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"ring", "--allreduce ring"},
+      {"hd", "--allreduce hd"},
+      {"tree", "--allreduce tree"},
+      {"cnn-buckets", "--allreduce ring --model cnn --bucket-size 64KiB"}};
+  for (const auto& [name, options] : cases) {
+    const std::string local = dir.file("local-" + name + ".json");
+    const std::string mpi = dir.file("mpi-" + name + ".json");
+    const Outcome threads = run_ptrain("train --workers 4 " + options + args + local);
     ASSERT_EQ(threads.exit_code, 0) << threads.err;
-    const Outcome ranks = run_ptrain_with_env(std::string(kMpirun) + " -np 4",
-                                              "train --allreduce " + std::string(algorithm) + args + mpi);
+    const Outcome ranks =
+        run_ptrain_with_env(std::string(kMpirun) + " -np 4", "train " + options + args + mpi);
     ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
     EXPECT_NE(ranks.out.find("mpi backend (started by mpirun): 4 ranks"), std::string::npos) << ranks.out;
     EXPECT_EQ(report_field(mpi, "config", "backend"), "\"mpi\"");
     EXPECT_EQ(report_field(mpi, "summary", "steps"), "50");
     EXPECT_EQ(report_field(local, "summary", "final_params_fnv1a64"),
               report_field(mpi, "summary", "final_params_fnv1a64"))
-        << algorithm;
+        << name;
   }
+  const std::string serial = dir.file("mpi-cnn-no-overlap.json");
+  ASSERT_EQ(run_ptrain_with_env(std::string(kMpirun) + " -np 4",
+                                "train " + cases.back().second + " --no-overlap" + args + serial)
+                .exit_code,
+            0);
+  EXPECT_EQ(report_field(serial, "config", "overlap"), "false");
+  EXPECT_EQ(report_field(serial, "summary", "final_params_fnv1a64"),
+            report_field(dir.file("mpi-cnn-buckets.json"), "summary", "final_params_fnv1a64"));
 }
 
 TEST(PtrainCli, BenchAllreduceUnderMpirunChecksEveryAlgorithm) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "data/synthetic.hpp"
@@ -63,6 +64,39 @@ TEST(FlatModule, BackwardWritesGradientsIntoTheFlatBuffer) {
       auto ref_grad = net->named_parameters()[seg.name].grad().contiguous();
       ASSERT_NEAR(grads[seg.offset], ref_grad.data_ptr<float>()[0], 1e-6) << name << " " << seg.name;
     }
+  }
+}
+
+// The hook that lets communication overlap backward: each gradient is
+// reported once, already final, and the layers nearest the loss come first.
+TEST(FlatModule, ReportsEachGradientOnceWhenItIsFinalLastLayersFirst) {
+  for (const char* name : {"mlp", "cnn"}) {
+    auto model = make_model({name, {64, 32}, 3}, {1, 28, 28}, 10);
+    const auto& segments = model->layout().segments();
+    std::vector<size_t> order;
+    std::vector<std::vector<float>> seen(segments.size());
+    ASSERT_TRUE(model->set_gradient_ready_hook([&](size_t s) {
+      order.push_back(s);
+      auto g = model->grads().subspan(segments[s].offset, segments[s].numel);
+      seen[s].assign(g.begin(), g.end());
+    }));
+    const Batch batch = image_batch(8, 2);
+    for (int step = 0; step < 2; ++step) {  // the hooks survive from one backward to the next
+      order.clear();
+      model->forward_backward(batch);
+      ASSERT_EQ(order.size(), segments.size()) << name;
+      std::vector<size_t> sorted = order;
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t s = 0; s < sorted.size(); ++s) ASSERT_EQ(sorted[s], s) << name << ": each segment once";
+      // Layer by layer (weight and bias in either order), from the last to the first.
+      for (size_t k = 1; k < order.size(); ++k) EXPECT_LE(order[k] / 2, order[k - 1] / 2) << name;
+      for (size_t s = 0; s < segments.size(); ++s) {
+        auto g = model->grads().subspan(segments[s].offset, segments[s].numel);
+        EXPECT_TRUE(std::equal(g.begin(), g.end(), seen[s].begin())) << name << " " << segments[s].name;
+      }
+    }
+    model->set_gradient_ready_hook({});
+    model->forward_backward(batch);  // no hook: nothing is called
   }
 }
 

@@ -6,6 +6,23 @@ namespace ptrain {
 
 namespace {
 
+// Runs after a parameter's AccumulateGrad node has added this pass's gradient
+// into the flat buffer: that segment of grads() is final.
+class GradientReadyPostHook : public torch::autograd::FunctionPostHook {
+ public:
+  GradientReadyPostHook(const Model::GradientReadyHook& hook, size_t segment)
+      : hook_(hook), segment_(segment) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    if (hook_) hook_(segment_);
+    return outputs;
+  }
+
+ private:
+  const Model::GradientReadyHook& hook_;  // the module's, which outlives its accumulators
+  size_t segment_;
+};
+
 torch::Tensor input_tensor(const float* data, size_t count, const std::vector<int64_t>& sample_shape) {
   std::vector<int64_t> shape{static_cast<int64_t>(count)};
   shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
@@ -33,7 +50,14 @@ FlatModule::FlatModule(std::string name, torch::nn::Sequential net)
     p.set_data(param_view);
     // A defined .grad makes AccumulateGrad add into it in place, i.e. into the flat buffer.
     p.mutable_grad() = flat_grads_.narrow(0, off, n).view(seg.shape);
+    accumulators_.push_back(torch::autograd::impl::grad_accumulator(p));
+    accumulators_.back()->add_post_hook(std::make_unique<GradientReadyPostHook>(ready_hook_, i - 1));
   }
+}
+
+bool FlatModule::set_gradient_ready_hook(GradientReadyHook hook) {
+  ready_hook_ = std::move(hook);
+  return true;
 }
 
 float FlatModule::forward_backward(const Batch& batch) {

@@ -11,6 +11,8 @@ namespace ptrain {
 class FlatModule : public Model {
  public:
   FlatModule(std::string name, torch::nn::Sequential net);
+  FlatModule(const FlatModule&) = delete;  // the autograd hooks point into it
+  FlatModule& operator=(const FlatModule&) = delete;
 
   std::string name() const override { return name_; }
   const FlatLayout& layout() const override { return layout_; }
@@ -18,6 +20,7 @@ class FlatModule : public Model {
   std::span<float> grads() override { return {flat_grads_.data_ptr<float>(), layout_.total()}; }
   float forward_backward(const Batch& batch) override;
   Metrics evaluate(const Dataset& data) override;
+  bool set_gradient_ready_hook(GradientReadyHook hook) override;
 
   torch::nn::Sequential& net() { return net_; }
 
@@ -27,6 +30,11 @@ class FlatModule : public Model {
   FlatLayout layout_;
   torch::Tensor flat_params_;
   torch::Tensor flat_grads_;
+  // Each parameter's gradient accumulator, kept alive so that the post-hooks
+  // registered on it (which call ready_hook_ once the gradient is accumulated
+  // into the flat buffer) survive from one backward pass to the next.
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  GradientReadyHook ready_hook_;
 };
 
 }  // namespace ptrain

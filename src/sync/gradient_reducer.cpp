@@ -1,0 +1,103 @@
+#include "sync/gradient_reducer.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+GradientReducer::GradientReducer(Communicator& comm, AllreduceAlgorithm algorithm, std::span<float> grads,
+                                 const FlatLayout& layout, size_t bucket_bytes, bool overlap)
+    : comm_(comm),
+      algorithm_(algorithm),
+      grads_(grads),
+      buckets_(plan_gradient_buckets(layout, bucket_bytes)),
+      bucket_of_segment_(layout.segments().size(), kNoBucket),
+      segments_in_bucket_(buckets_.size()),
+      overlap_(overlap),
+      missing_(buckets_.size()),
+      segment_final_(layout.segments().size()) {
+  if (layout.total() != grads.size())
+    throw Error(fmt::format("gradient reducer: the layout has {} elements but the gradient buffer {}",
+                            layout.total(), grads.size()));
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    for (size_t s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s) bucket_of_segment_[s] = b;
+    segments_in_bucket_[b] = buckets_[b].last_segment - buckets_[b].first_segment + 1;
+  }
+  if (overlap_ && !buckets_.empty()) thread_ = std::thread([this] { run_communication(); });
+}
+
+GradientReducer::~GradientReducer() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  // A bucket in flight finishes first (or fails on the communicator's timeout).
+  if (thread_.joinable()) thread_.join();
+}
+
+void GradientReducer::begin_step() {
+  std::lock_guard lock(mutex_);
+  missing_ = segments_in_bucket_;
+  segment_final_.assign(segment_final_.size(), false);
+  reduced_ = 0;
+  in_step_ = true;
+}
+
+void GradientReducer::segment_ready(size_t segment) {
+  std::lock_guard lock(mutex_);
+  if (!in_step_ || segment >= segment_final_.size() || segment_final_[segment]) return;
+  segment_final_[segment] = true;
+  const size_t bucket = bucket_of_segment_[segment];
+  if (bucket != kNoBucket && --missing_[bucket] == 0) changed_.notify_all();
+}
+
+void GradientReducer::finish_step() {
+  if (!overlap_ || buckets_.empty()) {
+    for (size_t b = 0; b < buckets_.size(); ++b) reduce(b);
+    std::lock_guard lock(mutex_);
+    in_step_ = false;
+    return;
+  }
+  std::unique_lock lock(mutex_);
+  segment_final_.assign(segment_final_.size(), true);
+  missing_.assign(missing_.size(), 0);
+  changed_.notify_all();
+  changed_.wait(lock, [&] { return reduced_ == buckets_.size() || error_; });
+  in_step_ = false;
+  if (error_) std::rethrow_exception(error_);
+}
+
+void GradientReducer::reduce(size_t bucket) {
+  auto data = grads_.subspan(buckets_[bucket].offset, buckets_[bucket].count);
+  comm_.allreduce(data, algorithm_);
+  const float inv_workers = 1.0f / static_cast<float>(comm_.size());
+  for (float& g : data) g *= inv_workers;
+}
+
+void GradientReducer::run_communication() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    // Strictly in bucket order, so every worker enters the same collectives in the same order.
+    changed_.wait(lock, [&] {
+      return stopping_ || (in_step_ && reduced_ < buckets_.size() && missing_[reduced_] == 0);
+    });
+    if (stopping_) return;
+    const size_t bucket = reduced_;
+    lock.unlock();
+    try {
+      reduce(bucket);
+    } catch (...) {
+      lock.lock();
+      error_ = std::current_exception();
+      changed_.notify_all();
+      return;
+    }
+    lock.lock();
+    ++reduced_;
+    changed_.notify_all();
+  }
+}
+
+}  // namespace ptrain

@@ -1,0 +1,65 @@
+#pragma once
+// Averages one step's gradient over all workers, bucket by bucket (PyTorch
+// DDP's Reducer). With overlap, a communication thread of this worker starts
+// each bucket's all-reduce as soon as backward has produced all of its
+// gradients, while backward goes on with the earlier layers; without it, the
+// buckets are all-reduced one after another once backward has returned.
+// Either way the buckets go in the same order on every worker, and the result
+// is the same bits.
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "sync/gradient_buckets.hpp"
+
+namespace ptrain {
+
+class GradientReducer {
+ public:
+  // `grads` is the flat gradient buffer the buckets cut up; it must outlive the reducer.
+  GradientReducer(Communicator& comm, AllreduceAlgorithm algorithm, std::span<float> grads,
+                  const FlatLayout& layout, size_t bucket_bytes, bool overlap);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  // Before the step's backward: no gradient is final yet.
+  void begin_step();
+  // From the backward pass: the gradient of layout segment `segment` is final.
+  void segment_ready(size_t segment);
+  // After backward: marks what is left as final (tensors backward did not
+  // reach), waits until every bucket holds the mean gradient, and rethrows a
+  // communication error.
+  void finish_step();
+
+  size_t bucket_count() const { return buckets_.size(); }
+
+ private:
+  void reduce(size_t bucket);  // all-reduce, then divide by the worker count
+  void run_communication();    // the communication thread's loop
+
+  Communicator& comm_;
+  const AllreduceAlgorithm algorithm_;
+  const std::span<float> grads_;
+  const std::vector<GradientBucket> buckets_;
+  static constexpr size_t kNoBucket = ~size_t{0};  // segments of a layout with no elements at all
+  std::vector<size_t> bucket_of_segment_;
+  std::vector<size_t> segments_in_bucket_;
+  const bool overlap_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<size_t> missing_;      // per bucket: segments not yet final this step
+  std::vector<bool> segment_final_;  // this step
+  size_t reduced_ = 0;               // buckets done this step, in order
+  bool in_step_ = false;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;  // last: starts after everything above exists
+};
+
+}  // namespace ptrain

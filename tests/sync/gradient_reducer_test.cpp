@@ -1,0 +1,177 @@
+#include "sync/gradient_reducer.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <thread>
+
+#include "comm/local_group.hpp"
+#include "core/error.hpp"
+
+namespace ptrain {
+namespace {
+
+// Forwards to another communicator, counting the all-reduces that have
+// finished, and can fail the n-th one.
+class CountingCommunicator : public Communicator {
+ public:
+  explicit CountingCommunicator(Communicator& inner, int fail_at = 0) : inner_(inner), fail_at_(fail_at) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string backend() const override { return inner_.backend(); }
+  void allreduce(std::span<float> data, AllreduceAlgorithm algorithm) override {
+    if (++started_ == fail_at_) throw Error("injected failure");
+    inner_.allreduce(data, algorithm);
+    finished_.fetch_add(1);
+  }
+  void broadcast(std::span<std::byte> data, int root) override { inner_.broadcast(data, root); }
+  void barrier() override { inner_.barrier(); }
+  void send(int peer, int tag, std::span<const std::byte> data) override { inner_.send(peer, tag, data); }
+  void recv(int peer, int tag, std::span<std::byte> data) override { inner_.recv(peer, tag, data); }
+  int finished() const { return finished_.load(); }
+
+ private:
+  Communicator& inner_;
+  int fail_at_;
+  int started_ = 0;
+  std::atomic<int> finished_{0};
+};
+
+FlatLayout layout_of(const std::vector<int64_t>& sizes) {
+  FlatLayout layout;
+  for (size_t i = 0; i < sizes.size(); ++i) layout.add(fmt::format("t{}", i), {sizes[i]});
+  return layout;
+}
+
+// Worker r's gradient at step s: small integers, so every sum is exact.
+float gradient_value(int rank, size_t step, size_t i) {
+  return static_cast<float>((static_cast<size_t>(rank) * 5 + step * 3 + i) % 11);
+}
+
+// A backward pass: each segment, last to first, is written and then reported.
+// `between` runs after each report (to pause, to look).
+void backward(const FlatLayout& layout, std::span<float> grads, int rank, size_t step,
+              GradientReducer& reducer, const std::function<void(size_t)>& between = {}) {
+  for (size_t s = layout.segments().size(); s-- > 0;) {
+    const auto& seg = layout.segments()[s];
+    for (size_t i = seg.offset; i < seg.offset + seg.numel; ++i) grads[i] = gradient_value(rank, step, i);
+    reducer.segment_ready(s);
+    if (between) between(s);
+  }
+}
+
+void run_workers(int n, const std::function<void(Communicator&)>& body) {
+  auto group = std::make_shared<LocalGroup>(n, std::chrono::seconds(30));
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        LocalCommunicator comm(group, r);
+        body(comm);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+        group->abort("stopped");
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "worker " << r;
+}
+
+TEST(GradientReducer, EveryBucketHoldsTheMeanWithAndWithoutOverlap) {
+  const auto layout = layout_of({5, 1, 17, 3, 40, 2});
+  const int n = 3;
+  for (auto algorithm : {AllreduceAlgorithm::Native, AllreduceAlgorithm::Ring,
+                         AllreduceAlgorithm::HalvingDoubling, AllreduceAlgorithm::Tree})
+    for (size_t bucket_bytes : {size_t{4}, size_t{64}, size_t{1} << 20})
+      for (bool overlap : {true, false})
+        run_workers(n, [&](Communicator& comm) {
+          std::vector<float> grads(layout.total());
+          GradientReducer reducer(comm, algorithm, grads, layout, bucket_bytes, overlap);
+          for (size_t step = 0; step < 4; ++step) {
+            reducer.begin_step();
+            backward(layout, grads, comm.rank(), step, reducer);
+            reducer.finish_step();
+            for (size_t i = 0; i < grads.size(); ++i) {
+              float sum = 0;
+              for (int r = 0; r < n; ++r) sum += gradient_value(r, step, i);
+              ASSERT_EQ(grads[i], sum * (1.0f / n))
+                  << to_string(algorithm) << " buckets of " << bucket_bytes << " B, overlap " << overlap
+                  << ", step " << step << ", element " << i;
+            }
+          }
+        });
+}
+
+TEST(GradientReducer, OverlapFinishesTheFirstBucketWhileBackwardStillRuns) {
+  const auto layout = layout_of({300, 300, 300});  // buckets of one tensor each
+  for (bool overlap : {true, false})
+    run_workers(2, [&](Communicator& local) {
+      CountingCommunicator comm(local);
+      std::vector<float> grads(layout.total());
+      GradientReducer reducer(comm, AllreduceAlgorithm::Native, grads, layout, 300 * sizeof(float), overlap);
+      ASSERT_EQ(reducer.bucket_count(), 3u);
+      reducer.begin_step();
+      int finished_during_backward = 0;
+      backward(layout, grads, comm.rank(), 0, reducer, [&](size_t segment) {
+        if (segment != 2 || !overlap) return;
+        // The last tensor's bucket is complete: its all-reduce must finish
+        // without waiting for the rest of backward.
+        for (int i = 0; i < 20000 && comm.finished() == 0; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        finished_during_backward = comm.finished();
+      });
+      if (!overlap) finished_during_backward = comm.finished();
+      reducer.finish_step();
+      EXPECT_EQ(comm.finished(), 3);
+      if (overlap)
+        EXPECT_GE(finished_during_backward, 1);
+      else
+        EXPECT_EQ(finished_during_backward, 0) << "without overlap nothing may start before backward ends";
+    });
+}
+
+TEST(GradientReducer, TensorsBackwardNeverReachesAreReducedAtTheEnd) {
+  const auto layout = layout_of({4, 4, 4, 4});
+  run_workers(2, [&](Communicator& comm) {
+    std::vector<float> grads(layout.total(), static_cast<float>(comm.rank() + 1));
+    GradientReducer reducer(comm, AllreduceAlgorithm::Ring, grads, layout, 16, true);
+    reducer.begin_step();
+    reducer.segment_ready(1);   // out of order, and 0, 2, 3 never
+    reducer.segment_ready(1);   // twice: counted once
+    reducer.segment_ready(99);  // not a segment: ignored
+    reducer.finish_step();
+    for (float g : grads) EXPECT_EQ(g, 1.5f);
+  });
+}
+
+TEST(GradientReducer, ACommunicationErrorReachesTheStepAndStopsNothingElse) {
+  const auto layout = layout_of({8, 8, 8});
+  for (bool overlap : {true, false}) {
+    auto group = std::make_shared<LocalGroup>(1);
+    LocalCommunicator local(group, 0);
+    CountingCommunicator comm(local, /*fail_at=*/2);
+    std::vector<float> grads(layout.total(), 1.0f);
+    GradientReducer reducer(comm, AllreduceAlgorithm::Native, grads, layout, 32, overlap);
+    reducer.begin_step();
+    backward(layout, grads, 0, 0, reducer);
+    try {
+      reducer.finish_step();
+      ADD_FAILURE() << "expected the injected failure, overlap " << overlap;
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(), "injected failure");
+    }
+  }  // and the destructor returns
+}
+
+TEST(GradientReducer, ALayoutThatDoesNotMatchTheBufferIsAnError) {
+  auto group = std::make_shared<LocalGroup>(1);
+  LocalCommunicator comm(group, 0);
+  std::vector<float> grads(5);
+  EXPECT_THROW(GradientReducer(comm, AllreduceAlgorithm::Native, grads, layout_of({4}), 64, true), Error);
+}
+
+}  // namespace
+}  // namespace ptrain
