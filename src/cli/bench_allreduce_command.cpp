@@ -108,6 +108,60 @@ Measurement measure_mpi(MpiCommunicator& comm, size_t floats, AllreduceAlgorithm
   return combine(all);
 }
 
+// STREAM's Copy kernel, on every rank at once: the rate at which each can
+// move memory it does not share, counting bytes read plus bytes written (as
+// STREAM does). A shared-memory all-reduce cannot beat it.
+double copy_bytes_per_second(Communicator& comm, size_t bytes, int iters) {
+  const size_t floats = bytes / sizeof(float);
+  std::vector<float> from(floats, 1.0f), to(floats, 0.0f);
+  std::memcpy(to.data(), from.data(), floats * sizeof(float));  // first touch
+  comm.barrier();
+  Stopwatch clock;
+  for (int i = 0; i < iters; ++i) {
+    from[static_cast<size_t>(i) % floats] = static_cast<float>(i);  // each pass copies fresh data
+    std::memcpy(to.data(), from.data(), floats * sizeof(float));
+  }
+  const double seconds = clock.seconds();
+  if (to[static_cast<size_t>(iters - 1) % floats] != static_cast<float>(iters - 1))
+    throw Error("bench allreduce: the memory copy went wrong");
+  return 2.0 * static_cast<double>(floats * sizeof(float)) * iters / seconds;
+}
+
+// Every rank's copy rate, on rank 0 (the others get an empty vector).
+std::vector<double> gather_rates(Communicator& comm, double mine) {
+  std::vector<double> rates;
+  for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span<const double>(&mine, 1)))) {
+    double r = 0;
+    std::memcpy(&r, bytes.data(), sizeof r);
+    rates.push_back(r);
+  }
+  return rates;
+}
+
+std::vector<double> measure_copy(MpiCommunicator* mpi, int ranks, size_t bytes, int iters) {
+  if (mpi) return gather_rates(*mpi, copy_bytes_per_second(*mpi, bytes, iters));
+  auto group = std::make_shared<LocalGroup>(ranks);
+  std::vector<double> rates(static_cast<size_t>(ranks));
+  std::vector<std::thread> threads;
+  std::string first_error;
+  std::mutex error_mutex;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        pin_current_thread(r);
+        LocalCommunicator comm(group, r);
+        rates[static_cast<size_t>(r)] = copy_bytes_per_second(comm, bytes, iters);
+      } catch (const std::exception& e) {
+        std::lock_guard lock(error_mutex);
+        if (first_error.empty()) first_error = e.what();
+        group->abort(e.what());
+      }
+    });
+  for (auto& t : threads) t.join();
+  if (!first_error.empty()) throw Error(first_error);
+  return rates;
+}
+
 }  // namespace
 
 std::vector<size_t> parse_byte_sizes(const std::string& text) {
@@ -172,9 +226,26 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   if (speaker) {
     fmt::print("all-reduce, backend {}, {} ranks, {} iterations per size (time: mean of the slowest rank)\n",
                o.backend, o.ranks, o.iters);
+  }
+  {
+    // Beyond the caches, whatever the sizes asked for.
+    const size_t copy_bytes = std::max<size_t>(sizes.back(), size_t{64} << 20);
+    const auto rates = measure_copy(mpi.get(), o.ranks, copy_bytes, std::max(o.iters, 5));
+    if (speaker) {
+      double total = 0, slowest = rates.empty() ? 0 : rates[0];
+      for (double r : rates) total += r, slowest = std::min(slowest, r);
+      fmt::print(
+          "memory copy ceiling (STREAM-like copy of {}, {} ranks at once, read+write bytes): {:.2f} GB/s "
+          "in all, {:.2f} GB/s for the slowest rank\n",
+          human_bytes(copy_bytes), o.ranks, total / 1e9, slowest / 1e9);
+      if (csv)
+        csv << fmt::format("{},stream-copy,{},{},,{:.6f},,true\n", o.backend, o.ranks, copy_bytes,
+                           total / 1e9);
+    }
+  }
+  if (speaker)
     fmt::print("{:>6} {:>10} {:>12} {:>12} {:>12} {:>6}\n", "algo", "size", "time (us)", "algbw GB/s",
                "busbw GB/s", "check");
-  }
   bool all_correct = true;
   for (AllreduceAlgorithm algorithm : algorithms)
     for (size_t bytes : sizes) {

@@ -140,7 +140,9 @@ TEST(PtrainCli, BenchAllreduceChecksEveryAlgorithm) {
     EXPECT_NE(o.out.find(algo), std::string::npos) << algo;
   EXPECT_EQ(o.out.find("WRONG"), std::string::npos) << o.out;
   const auto csv = test::read_bytes(dir.file("allreduce.csv"));
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4 * 3);  // header, 4 algorithms x 3 sizes
+  // The header, the memory-copy ceiling, 4 algorithms x 3 sizes.
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 1 + 4 * 3);
+  EXPECT_NE(o.out.find("memory copy ceiling"), std::string::npos) << o.out;
   const Outcome bad = run_ptrain("bench allreduce --sizes 4XB");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--sizes '4XB'"), std::string::npos) << bad.err;
@@ -222,7 +224,7 @@ TEST(PtrainCli, BenchAllreduceUnderMpirunChecksEveryAlgorithm) {
       run_ptrain_with_env(std::string(kMpirun) + " -np 3", "bench allreduce --sizes 4KiB:16KiB --iters 2");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("backend mpi, 3 ranks"), std::string::npos) << o.out;
-  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 2 + 4 * 2) << o.out;  // only rank 0 prints
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 3 + 4 * 2) << o.out;  // only rank 0 prints
   EXPECT_EQ(o.out.find("WRONG"), std::string::npos) << o.out;
 }
 
