@@ -2,7 +2,7 @@
 # The front door: installs what is missing, builds, and runs what you ask for.
 #   ./build.sh demo    train the MLP on Fashion-MNIST with 4 in-process workers
 #   ./build.sh test    build and run the whole test suite (also under sanitizers)
-#   ./build.sh bench   the throughput benchmark against LibTorch and PyTorch DDP
+#   ./build.sh bench   the throughput benchmark against LibTorch and PyTorch DDP, and overlap on/off
 #   ./build.sh build   just build (into build/)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -42,7 +42,8 @@ case "$what" in
     (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j2 --timeout 900) ;;
   bench)
     configure_and_build build
-    bench/hybrid_vs_peers.sh build ;;
+    bench/hybrid_vs_peers.sh build
+    bench/overlap.sh build ;;
   *)
     echo "usage: ./build.sh [build|demo|test|bench]" >&2; exit 2 ;;
 esac
