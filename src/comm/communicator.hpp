@@ -1,7 +1,10 @@
 #pragma once
 // One worker's handle on the group it trains with. Backends (threads in one
 // process, MPI ranks) implement the primitives; every call is collective unless
-// it says otherwise, and every wait ends in an error after the timeout.
+// it says otherwise, and every wait ends in an error after the timeout. Before
+// any data moves, every collective checks that all workers entered it with the
+// same element count (comm/collective_entry.hpp): a worker that never arrives,
+// brings another size or entered another collective is named in the error.
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -53,7 +53,7 @@ void LocalGroup::throw_abort_reason() {
   throw Error(abort_reason_);
 }
 
-void LocalGroup::arrive_and_wait(int rank, const char* what) {
+void LocalGroup::arrive_and_wait(int rank, std::string_view what) {
   if (aborted_) throw_abort_reason();
   const uint64_t my_generation = generation_.load();
   arrived_[static_cast<size_t>(rank)] = true;
@@ -91,8 +91,7 @@ void LocalGroup::arrive_and_wait(int rank, const char* what) {
     std::string missing;
     for (int r = 0; r < size_; ++r)
       if (!arrived_[static_cast<size_t>(r)]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    abort_reason_ = fmt::format("{}: timed out after {:g} s waiting for worker(s) {}", what,
-                                static_cast<double>(timeout_.count()) / 1000.0, missing);
+    abort_reason_ = collective_timeout(what, rank, timeout_, missing, "worker");
     aborted_ = true;
     cv_.notify_all();
     throw Error(abort_reason_);
@@ -108,27 +107,56 @@ std::string LocalGroup::absent_workers(int except) const {
 }
 
 void LocalGroup::post(int from, int to, int tag, std::span<const std::byte> data) {
+  std::vector<std::byte> message(data.begin(), data.end());  // copied outside the lock
   std::lock_guard lock(mutex_);
-  mailboxes_[{from, to, tag}].emplace_back(data.begin(), data.end());
-  cv_.notify_all();
+  auto& box = mailboxes_[{from, to, tag}];
+  box.messages.push_back(std::move(message));
+  box.pending.fetch_add(1, std::memory_order_release);
+  if (sleepers_.load() > 0) cv_.notify_all();
 }
 
 void LocalGroup::take(int from, int to, int tag, std::span<std::byte> data) {
+  Mailbox* box;
+  {
+    std::lock_guard lock(mutex_);
+    box = &mailboxes_[{from, to, tag}];
+  }
+  // Watch the mailbox a while before sleeping, as arrive_and_wait does: the
+  // algorithms' messages follow each other within microseconds, and a sleep
+  // costs a wake-up of tens of them. Only this worker takes from this mailbox,
+  // so a message it sees pending stays there.
+  if (box->pending.load(std::memory_order_acquire) == 0) {
+    const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+    for (uint32_t i = 1; box->pending.load(std::memory_order_acquire) == 0; ++i) {
+      if (aborted_.load(std::memory_order_relaxed)) break;
+      if (oversubscribed_)
+        std::this_thread::yield();
+      else
+        cpu_relax();
+      if (i % 64 == 0 && std::chrono::steady_clock::now() > spin_until) break;
+    }
+  }
   std::unique_lock lock(mutex_);
-  auto& box = mailboxes_[{from, to, tag}];
-  const bool arrived = cv_.wait_for(lock, timeout_, [&] { return !box.empty() || aborted_; });
+  bool arrived = !box->messages.empty();
+  if (!arrived && !aborted_) {
+    sleepers_++;
+    arrived = cv_.wait_for(lock, timeout_, [&] { return !box->messages.empty() || aborted_; });
+    sleepers_--;
+  }
   if (aborted_) throw Error(abort_reason_);
   if (!arrived) {
     const std::string absent = absent_workers(to);
-    abort_reason_ = fmt::format("{}: worker {} timed out after {:g} s waiting for worker {}{}", tag_name(tag),
-                                to, static_cast<double>(timeout_.count()) / 1000.0, from,
+    abort_reason_ = fmt::format("{}: worker {} timed out after {} waiting for worker {}{}", tag_name(tag), to,
+                                seconds_text(timeout_), from,
                                 absent.empty() ? "" : " (worker(s) " + absent + " never arrived)");
     aborted_ = true;
     cv_.notify_all();
     throw Error(abort_reason_);
   }
-  std::vector<std::byte> message = std::move(box.front());
-  box.pop_front();
+  std::vector<std::byte> message = std::move(box->messages.front());
+  box->messages.pop_front();
+  box->pending.fetch_sub(1, std::memory_order_relaxed);
+  lock.unlock();
   if (message.size() != data.size())
     throw Error(fmt::format("{}: worker {} sent {} bytes but worker {} expected {} bytes", tag_name(tag),
                             from, message.size(), to, data.size()));
@@ -142,25 +170,29 @@ LocalCommunicator::LocalCommunicator(std::shared_ptr<LocalGroup> group, int rank
                 std::to_string(group_->size()));
 }
 
-void LocalCommunicator::publish(void* data, size_t bytes, const char* what) {
-  group_->slot(rank_) = {data, bytes};
-  group_->arrive_and_wait(rank_, what);
+void LocalCommunicator::enter(const CollectiveEntry& entry, const void* data, size_t bytes) {
+  group_->slot(rank_) = {entry, data, bytes};
+  group_->arrive_and_wait(rank_, entry.name());
   for (int r = 0; r < size(); ++r) {
-    const size_t other = group_->slot(r).bytes;
-    if (other != bytes)
-      throw Error(std::string(what) + ": worker " + std::to_string(rank_) + " brought " +
-                  std::to_string(bytes) + " bytes but worker " + std::to_string(r) + " brought " +
-                  std::to_string(other) + " bytes");
+    if (r == rank_) continue;
+    const std::string mismatch = entry_mismatch(entry, rank_, group_->slot(r).entry, r, "worker");
+    if (!mismatch.empty()) throw Error(mismatch);
   }
 }
 
 void LocalCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algorithm) {
   LocalGroup::CallScope in_call(*group_, rank_);
-  if (algorithm != AllreduceAlgorithm::Native) return run_allreduce_algorithm(*this, data, algorithm);
   const int n = size();
   stats_.collectives++;
   if (n == 1) return;
-  publish(data.data(), data.size_bytes(), "allreduce");
+  const auto entry = CollectiveEntry::allreduce(data.size(), algorithm);
+  enter(entry, data.data(), data.size_bytes());
+  if (algorithm != AllreduceAlgorithm::Native) {
+    // Nobody may enter the next collective, and overwrite its slot, while a
+    // peer still checks it.
+    group_->arrive_and_wait(rank_, entry.name());
+    return run_allreduce_algorithm(*this, data, algorithm);
+  }
   // Each worker sums its own slice straight from every peer's buffer (in rank
   // order, so the result does not depend on timing), then copies the others' slices.
   const size_t count = data.size();
@@ -190,11 +222,12 @@ void LocalCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algo
 
 void LocalCommunicator::broadcast(std::span<std::byte> data, int root) {
   LocalGroup::CallScope in_call(*group_, rank_);
+  stats_.collectives++;
+  // After the entry check every worker has the same root, so all fail alike.
+  if (size() > 1) enter(CollectiveEntry::broadcast(data.size(), root), data.data(), data.size_bytes());
   if (root < 0 || root >= size())
     throw Error("broadcast: root " + std::to_string(root) + " outside a group of " + std::to_string(size()));
-  stats_.collectives++;
   if (size() == 1) return;
-  publish(data.data(), data.size_bytes(), "broadcast");
   if (rank_ != root) {
     if (!data.empty()) std::memcpy(data.data(), group_->slot(root).data, data.size_bytes());
     stats_.bytes_received += data.size_bytes();
@@ -226,7 +259,25 @@ void LocalCommunicator::check_peer(int peer) const {
 void LocalCommunicator::barrier() {
   LocalGroup::CallScope in_call(*group_, rank_);
   stats_.collectives++;
-  group_->arrive_and_wait(rank_, "barrier");
+  enter(CollectiveEntry::barrier(), nullptr, 0);
+  group_->arrive_and_wait(rank_, "barrier");  // nobody overwrites its slot while a peer still checks it
+}
+
+std::vector<std::vector<std::byte>> LocalCommunicator::allgatherv(std::span<const std::byte> mine) {
+  LocalGroup::CallScope in_call(*group_, rank_);
+  const int n = size();
+  stats_.collectives++;
+  std::vector<std::vector<std::byte>> all(static_cast<size_t>(n));
+  enter(CollectiveEntry::allgatherv(), mine.data(), mine.size());
+  for (int r = 0; r < n; ++r) {
+    const auto& slot = group_->slot(r);
+    const auto* bytes = static_cast<const std::byte*>(slot.data);
+    all[static_cast<size_t>(r)].assign(bytes, bytes + slot.bytes);
+    if (r != rank_) stats_.bytes_received += slot.bytes;
+  }
+  stats_.bytes_sent += mine.size() * static_cast<uint64_t>(n - 1);
+  group_->arrive_and_wait(rank_, "allgatherv");  // peers read my bytes until here
+  return all;
 }
 
 }  // namespace ptrain

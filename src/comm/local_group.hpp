@@ -11,9 +11,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
+#include "comm/collective_entry.hpp"
 #include "comm/communicator.hpp"
 
 namespace ptrain {
@@ -32,11 +34,13 @@ class LocalGroup {
   // timeout error, which lists the workers that never arrived. Spins briefly
   // before sleeping: a step's collectives are microseconds apart, and a
   // condition-variable wake-up alone costs tens of them.
-  void arrive_and_wait(int rank, const char* what);
+  void arrive_and_wait(int rank, std::string_view what);
 
-  // Slots where each worker publishes the buffer it brings to a collective.
+  // Slots where each worker publishes what it brings to a collective: the
+  // entry every worker checks, and the buffer peers read from.
   struct Slot {
-    void* data = nullptr;
+    CollectiveEntry entry;
+    const void* data = nullptr;
     size_t bytes = 0;
   };
   Slot& slot(int rank) { return slots_[static_cast<size_t>(rank)]; }
@@ -58,7 +62,8 @@ class LocalGroup {
 
   // Point-to-point: a mailbox per (from, to, tag); post() copies and returns.
   void post(int from, int to, int tag, std::span<const std::byte> data);
-  // Takes the oldest message into `data`; its size must match.
+  // Takes the oldest message into `data`; its size must match. Like
+  // arrive_and_wait, watches the mailbox a while before sleeping.
   void take(int from, int to, int tag, std::span<std::byte> data);
 
  private:
@@ -78,7 +83,11 @@ class LocalGroup {
   std::string absent_workers(int except) const;
   std::string abort_reason_;
   std::vector<Slot> slots_;
-  std::map<std::tuple<int, int, int>, std::deque<std::vector<std::byte>>> mailboxes_;  // under mutex_
+  struct Mailbox {
+    std::deque<std::vector<std::byte>> messages;  // under mutex_
+    std::atomic<size_t> pending{0};               // messages.size(), for the receiver to watch unlocked
+  };
+  std::map<std::tuple<int, int, int>, Mailbox> mailboxes_;  // under mutex_; nodes never move
 };
 
 class LocalCommunicator : public Communicator {
@@ -92,12 +101,15 @@ class LocalCommunicator : public Communicator {
   void allreduce(std::span<float> data, AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) override;
   void broadcast(std::span<std::byte> data, int root) override;
   void barrier() override;
+  std::vector<std::vector<std::byte>> allgatherv(std::span<const std::byte> mine) override;
   void send(int peer, int tag, std::span<const std::byte> data) override;
   void recv(int peer, int tag, std::span<std::byte> data) override;
 
  private:
-  // Publishes this worker's buffer, waits for all, and checks every size matches.
-  void publish(void* data, size_t bytes, const char* what);
+  // The entry check: publishes this worker's entry and buffer, waits for all,
+  // and throws if any worker entered another collective or brought another
+  // size. Peers may read the slot until the collective's next arrive_and_wait.
+  void enter(const CollectiveEntry& entry, const void* data, size_t bytes);
   void check_peer(int peer) const;
 
   std::shared_ptr<LocalGroup> group_;

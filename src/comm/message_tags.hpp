@@ -10,6 +10,7 @@ enum MessageTag : int {
   kTagHalvingDoubling = 2,
   kTagTree = 3,
   kTagAllgather = 4,
+  kTagCollectiveEntry = 5,  // the tokens of the entry check (MPI backend)
 };
 
 inline std::string tag_name(int tag) {
@@ -20,6 +21,10 @@ inline std::string tag_name(int tag) {
       return "hd allreduce";
     case kTagTree:
       return "tree allreduce";
+    case kTagAllgather:
+      return "allgatherv";
+    case kTagCollectiveEntry:
+      return "collective entry";
   }
   return "message with tag " + std::to_string(tag);
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -13,9 +14,13 @@
 
 namespace ptrain {
 
+struct MpiCommunicator::Handle {
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
 namespace {
 
-void check(int code, const char* what) {
+void check(int code, const std::string& what) {
   if (code == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
@@ -23,7 +28,8 @@ void check(int code, const char* what) {
   throw Error(fmt::format("{}: MPI error: {}", what, std::string(text, static_cast<size_t>(length))));
 }
 
-// Polls the requests until all complete or the deadline passes.
+// Polls the requests until all complete or the deadline passes. On timeout no
+// request has been touched: each is either still active or MPI_REQUEST_NULL.
 bool wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout, MPI_Status* statuses) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (uint32_t i = 0;; ++i) {
@@ -37,8 +43,22 @@ bool wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeou
   }
 }
 
-std::string seconds_text(std::chrono::milliseconds t) {
-  return fmt::format("{:g} s", static_cast<double>(t.count()) / 1000.0);
+// Gives up a point-to-point request that did not complete in time; true when
+// it completed after all. A receive is cancelled and waited for, so its buffer
+// may be freed afterwards. A send cannot be cancelled reliably: it is released
+// to complete on its own, and MPI may still read its buffer.
+bool abandon(MPI_Request& request, bool receive) {
+  if (request == MPI_REQUEST_NULL) return true;
+  int done = 0;
+  MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  if (done) return true;
+  if (receive) {
+    MPI_Cancel(&request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Request_free(&request);
+  }
+  return false;
 }
 
 }  // namespace
@@ -63,30 +83,97 @@ void MpiRuntime::abort_job(int code) {
   std::exit(code);
 }
 
-MpiCommunicator::MpiCommunicator(std::chrono::milliseconds timeout) : timeout_(timeout) {
+MpiCommunicator::MpiCommunicator(std::chrono::milliseconds timeout)
+    : timeout_(timeout), handle_(std::make_unique<Handle>()) {
   check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+  MPI_Request request;
+  check(MPI_Comm_idup(MPI_COMM_WORLD, &handle_->comm, &request), "communicator setup");
+  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE)) {
+    // MPI may still write the new communicator into the handle: leave it allocated.
+    static_cast<void>(handle_.release());
+    throw Error(fmt::format("communicator setup: rank {} timed out after {} waiting for the other ranks",
+                            rank_, seconds_text(timeout_)));
+  }
+  MPI_Comm_set_errhandler(handle_->comm, MPI_ERRORS_RETURN);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  // A failed communicator stays allocated: peers may still send to it, and
+  // freeing it would let MPI give its context to a later communicator.
+  if (handle_ && failure_.empty() && !finalized) MPI_Comm_free(&handle_->comm);
+}
+
+void MpiCommunicator::check_usable(const std::string& what) const {
+  if (!failure_.empty())
+    throw Error(fmt::format("{}: communicator unusable after an earlier failure: {}", what, failure_));
+}
+
+void MpiCommunicator::fail(const std::string& message) {
+  if (failure_.empty()) failure_ = message;
+  throw Error(message);
+}
+
+void MpiCommunicator::enter(const CollectiveEntry& entry) {
+  const std::string what = entry.name();
+  check_usable(what);
+  if (size_ == 1) return;
+  const auto n = static_cast<size_t>(size_), me = static_cast<size_t>(rank_);
+  // tokens[r]: rank r's entry; this rank's own, at tokens[rank], goes to every peer.
+  auto tokens = std::make_unique<CollectiveEntry::Token[]>(n);
+  tokens[me] = entry.token();
+  std::vector<MPI_Request> requests(2 * n, MPI_REQUEST_NULL);  // receives at [r], sends at [n + r]
+  const int words = static_cast<int>(std::tuple_size_v<CollectiveEntry::Token>);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const auto i = static_cast<size_t>(r);
+    check(
+        MPI_Irecv(tokens[i].data(), words, MPI_UINT64_T, r, kTagCollectiveEntry, handle_->comm, &requests[i]),
+        what);
+    check(MPI_Isend(tokens[me].data(), words, MPI_UINT64_T, r, kTagCollectiveEntry, handle_->comm,
+                    &requests[n + i]),
+          what);
+  }
+  if (!wait_all(requests.data(), static_cast<int>(requests.size()), timeout_, MPI_STATUSES_IGNORE)) {
+    std::string missing;
+    for (int r = 0; r < size_; ++r)
+      if (!abandon(requests[static_cast<size_t>(r)], true))
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    if (missing.empty()) {
+      // Every peer has entered, so each has posted the receive for this rank's token.
+      check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), what);
+    } else {
+      bool sends_done = true;
+      for (size_t i = n; i < 2 * n; ++i) sends_done &= abandon(requests[i], false);
+      // MPI may still read this rank's token: leave the tokens allocated.
+      if (!sends_done) static_cast<void>(tokens.release());
+      fail(collective_timeout(what, rank_, timeout_, missing, "rank"));
+    }
+  }
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const std::string mismatch =
+        entry_mismatch(entry, rank_, CollectiveEntry::from_token(tokens[static_cast<size_t>(r)]), r, "rank");
+    if (!mismatch.empty()) fail(mismatch);
+  }
 }
 
 void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algorithm) {
-  if (algorithm != AllreduceAlgorithm::Native) return run_allreduce_algorithm(*this, data, algorithm);
   stats_.collectives++;
+  enter(CollectiveEntry::allreduce(data.size(), algorithm));
   if (size_ == 1) return;
-  // Ranks must agree on the size first: MPI would otherwise fail obscurely or hang.
-  uint64_t mine = data.size(), sizes[2] = {mine, ~mine};
+  if (algorithm != AllreduceAlgorithm::Native) return run_allreduce_algorithm(*this, data, algorithm);
   MPI_Request request;
-  check(MPI_Iallreduce(MPI_IN_PLACE, sizes, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, &request), "allreduce");
-  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE))
-    throw Error(fmt::format("allreduce: rank {} timed out after {} waiting for the other ranks", rank_,
-                            seconds_text(timeout_)));
-  if (sizes[0] != mine || ~sizes[1] != mine)
-    throw Error(fmt::format("allreduce: rank {} brought {} floats but another rank brought {}", rank_, mine,
-                            sizes[0] != mine ? sizes[0] : ~sizes[1]));
   check(MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM,
-                       MPI_COMM_WORLD, &request),
+                       handle_->comm, &request),
         "allreduce");
+  // Every rank has arrived, so only a rank that died on the way stops this.
+  // (A collective request cannot be cancelled; the communicator is given up.)
   if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE))
-    throw Error(fmt::format("allreduce: rank {} timed out after {}", rank_, seconds_text(timeout_)));
+    fail(fmt::format("allreduce: rank {} timed out after {} in MPI_Iallreduce, after every rank had arrived",
+                     rank_, seconds_text(timeout_)));
   const uint64_t moved =
       2 * data.size_bytes() * static_cast<uint64_t>(size_ - 1) / static_cast<uint64_t>(size_);
   stats_.bytes_sent += moved;
@@ -95,32 +182,41 @@ void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algori
 
 void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {
   stats_.collectives++;
+  // After the entry check every rank has the same root, so all fail alike.
+  enter(CollectiveEntry::broadcast(data.size(), root));
+  if (root < 0 || root >= size_)
+    throw Error("broadcast: root " + std::to_string(root) + " outside a group of " + std::to_string(size_));
   if (size_ == 1) return;
   MPI_Request request;
-  check(MPI_Ibcast(data.data(), static_cast<int>(data.size()), MPI_BYTE, root, MPI_COMM_WORLD, &request),
+  check(MPI_Ibcast(data.data(), static_cast<int>(data.size()), MPI_BYTE, root, handle_->comm, &request),
         "broadcast");
   if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE))
-    throw Error(fmt::format("broadcast: rank {} timed out after {} waiting for rank {}", rank_,
-                            seconds_text(timeout_), root));
+    fail(fmt::format("broadcast: rank {} timed out after {} waiting for rank {}", rank_,
+                     seconds_text(timeout_), root));
   (rank_ == root ? stats_.bytes_sent : stats_.bytes_received) += data.size();
 }
 
 void MpiCommunicator::barrier() {
   stats_.collectives++;
-  MPI_Request request;
-  check(MPI_Ibarrier(MPI_COMM_WORLD, &request), "barrier");
-  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE))
-    throw Error(fmt::format("barrier: rank {} timed out after {} waiting for the other ranks", rank_,
-                            seconds_text(timeout_)));
+  // Every rank waits for every other's entry token: that is a barrier.
+  enter(CollectiveEntry::barrier());
+}
+
+std::vector<std::vector<std::byte>> MpiCommunicator::allgatherv(std::span<const std::byte> mine) {
+  enter(CollectiveEntry::allgatherv());
+  return Communicator::allgatherv(mine);
 }
 
 void MpiCommunicator::send(int peer, int tag, std::span<const std::byte> data) {
+  check_usable(tag_name(tag));
   MPI_Request request;
-  check(MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &request),
-        "send");
-  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE))
-    throw Error(fmt::format("{}: rank {} timed out after {} waiting for rank {} to receive", tag_name(tag),
-                            rank_, seconds_text(timeout_), peer));
+  check(MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_BYTE, peer, tag, handle_->comm, &request),
+        tag_name(tag));
+  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE)) {
+    abandon(request, false);
+    fail(fmt::format("{}: rank {} timed out after {} waiting for rank {} to receive", tag_name(tag), rank_,
+                     seconds_text(timeout_), peer));
+  }
   stats_.bytes_sent += data.size();
 }
 
@@ -130,24 +226,28 @@ void MpiCommunicator::recv(int peer, int tag, std::span<std::byte> data) {
 
 void MpiCommunicator::sendrecv(int to, std::span<const std::byte> out, int from, std::span<std::byte> in,
                                int tag) {
+  check_usable(tag_name(tag));
   // One byte more than expected, so a longer message shows as a size error, not a truncation.
   std::vector<std::byte> spare(in.size() + 1);
   MPI_Request requests[2];
-  check(MPI_Irecv(spare.data(), static_cast<int>(spare.size()), MPI_BYTE, from, tag, MPI_COMM_WORLD,
+  check(MPI_Irecv(spare.data(), static_cast<int>(spare.size()), MPI_BYTE, from, tag, handle_->comm,
                   &requests[0]),
-        tag_name(tag).c_str());
-  check(MPI_Isend(out.data(), static_cast<int>(out.size()), MPI_BYTE, to, tag, MPI_COMM_WORLD, &requests[1]),
-        tag_name(tag).c_str());
+        tag_name(tag));
+  check(MPI_Isend(out.data(), static_cast<int>(out.size()), MPI_BYTE, to, tag, handle_->comm, &requests[1]),
+        tag_name(tag));
   MPI_Status statuses[2];
-  if (!wait_all(requests, 2, timeout_, statuses))
-    throw Error(fmt::format("{}: rank {} timed out after {} waiting for rank {}", tag_name(tag), rank_,
-                            seconds_text(timeout_), from));
+  if (!wait_all(requests, 2, timeout_, statuses)) {
+    const bool received = abandon(requests[0], true);  // `spare` is free to go after this
+    abandon(requests[1], false);
+    fail(fmt::format("{}: rank {} timed out after {} waiting for rank {}", tag_name(tag), rank_,
+                     seconds_text(timeout_), received ? to : from));
+  }
   int received = 0;
   MPI_Get_count(&statuses[0], MPI_BYTE, &received);
   if (static_cast<size_t>(received) != in.size())
-    throw Error(fmt::format("{}: rank {} sent {}{} bytes but rank {} expected {} bytes", tag_name(tag), from,
-                            static_cast<size_t>(received) > in.size() ? "more than " : "",
-                            std::min<size_t>(static_cast<size_t>(received), in.size()), rank_, in.size()));
+    fail(fmt::format("{}: rank {} sent {}{} bytes but rank {} expected {} bytes", tag_name(tag), from,
+                     static_cast<size_t>(received) > in.size() ? "more than " : "",
+                     std::min<size_t>(static_cast<size_t>(received), in.size()), rank_, in.size()));
   std::copy(spare.begin(), spare.begin() + static_cast<std::ptrdiff_t>(in.size()), in.begin());
   if (to != MPI_PROC_NULL) stats_.bytes_sent += out.size();
   stats_.bytes_received += in.size();

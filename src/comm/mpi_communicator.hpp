@@ -4,7 +4,10 @@
 // point-to-point calls. Every call waits on non-blocking MPI requests with a
 // deadline, so a rank that never arrives is an error naming it, not a hang.
 #include <chrono>
+#include <memory>
+#include <string>
 
+#include "comm/collective_entry.hpp"
 #include "comm/communicator.hpp"
 
 namespace ptrain {
@@ -23,9 +26,21 @@ class MpiRuntime {
   [[noreturn]] static void abort_job(int code);
 };
 
+// Construction is collective: every rank constructs its communicator, in the
+// same order. Each works on its own duplicate of MPI_COMM_WORLD, so messages
+// that a failed one leaves in flight never reach a later one.
+//
+// On entering any collective, every rank sends every other a token (which
+// collective, how many elements, which root) and waits for all of theirs:
+// a rank that does not arrive in time is named in the error, and so is a rank
+// that brought another size or entered another collective. After any failure
+// the communicator is unusable: later calls throw at once.
 class MpiCommunicator : public Communicator {
  public:
   explicit MpiCommunicator(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -34,14 +49,26 @@ class MpiCommunicator : public Communicator {
   void allreduce(std::span<float> data, AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) override;
   void broadcast(std::span<std::byte> data, int root) override;
   void barrier() override;
+  std::vector<std::vector<std::byte>> allgatherv(std::span<const std::byte> mine) override;
   void send(int peer, int tag, std::span<const std::byte> data) override;
   void recv(int peer, int tag, std::span<std::byte> data) override;
   void sendrecv(int to, std::span<const std::byte> out, int from, std::span<std::byte> in, int tag) override;
 
  private:
+  struct Handle;  // the MPI_Comm, kept out of this header
+
+  // The entry check above; throws ptrain::Error naming the collective.
+  void enter(const CollectiveEntry& entry);
+  // Throws if an earlier call failed: its peers have given up on it.
+  void check_usable(const std::string& what) const;
+  // Marks the communicator unusable and throws `message`.
+  [[noreturn]] void fail(const std::string& message);
+
   int rank_ = 0;
   int size_ = 1;
   std::chrono::milliseconds timeout_;
+  std::unique_ptr<Handle> handle_;
+  std::string failure_;  // the first failure's message; empty while usable
 };
 
 }  // namespace ptrain
