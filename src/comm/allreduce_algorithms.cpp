@@ -26,9 +26,40 @@ Range segment(size_t count, size_t i, size_t n) { return {count * i / n, count *
 
 size_t chunks_in(size_t floats, size_t chunk) { return std::max<size_t>(1, (floats + chunk - 1) / chunk); }
 
-Range chunk_of(Range seg, size_t j, size_t chunk) {
-  const size_t b = std::min(seg.end, seg.begin + j * chunk);
-  return {b, std::min(seg.end, b + chunk)};
+// Large messages go in chunks: the receive buffer stays small and cache-hot,
+// and each chunk's addition overlaps the next chunk's transfer.
+constexpr size_t kChunkFloats = size_t{1} << 18;  // 1 MiB
+
+// Sends `out` to `to` while receiving `in.size()` floats from `from`, both in
+// chunks of at most `chunk` floats, and adds what arrives into `in` (Add) or
+// stores it there (Copy). A peer of -1 means no send, or no receive. Each
+// direction's chunk count depends only on its own size, so sender and
+// receiver always agree on it.
+enum class Arrival { Add, Copy };
+void exchange(Communicator& comm, int to, std::span<const float> out, int from, std::span<float> in,
+              Arrival arrival, int tag, std::vector<float>& scratch, size_t chunk = kChunkFloats) {
+  const size_t sends = to >= 0 ? chunks_in(out.size(), chunk) : 0;
+  const size_t receives = from >= 0 ? chunks_in(in.size(), chunk) : 0;
+  for (size_t j = 0; j < std::max(sends, receives); ++j) {
+    std::span<const float> o;
+    std::span<float> i, target;
+    if (j < sends) o = out.subspan(j * chunk, std::min(chunk, out.size() - std::min(out.size(), j * chunk)));
+    if (j < receives) {
+      i = in.subspan(j * chunk, std::min(chunk, in.size() - std::min(in.size(), j * chunk)));
+      target = i;
+      if (arrival == Arrival::Add) {
+        scratch.resize(std::max(scratch.size(), i.size()));
+        target = std::span<float>(scratch.data(), i.size());
+      }
+    }
+    if (j < sends && j < receives)
+      comm.sendrecv(to, bytes_of(o), from, bytes_of(target), tag);
+    else if (j < sends)
+      comm.send(to, tag, bytes_of(o));
+    else
+      comm.recv(from, tag, bytes_of(target));
+    if (j < receives && arrival == Arrival::Add) add_into(i, target);
+  }
 }
 
 }  // namespace
@@ -39,31 +70,18 @@ void ring_allreduce(Communicator& comm, std::span<float> data, size_t chunk_floa
   if (n == 1) return;
   chunk_floats = std::max<size_t>(chunk_floats, 1);
   const int right = static_cast<int>((r + 1) % n), left = static_cast<int>((r + n - 1) % n);
-  std::vector<float> incoming(std::min(chunk_floats, data.size() / n + 1));
+  std::vector<float> scratch;
+  auto part = [&](Range range) { return data.subspan(range.begin, range.size()); };
   // Reduce-scatter: after step k, segment (r - k - 1) holds k + 2 workers' sum here.
-  for (size_t k = 0; k + 1 < n; ++k) {
-    const Range out = segment(data.size(), (r + n - k) % n, n);
-    const Range in = segment(data.size(), (r + 2 * n - k - 1) % n, n);
-    const size_t parts = std::max(chunks_in(out.size(), chunk_floats), chunks_in(in.size(), chunk_floats));
-    for (size_t j = 0; j < parts; ++j) {
-      const Range o = chunk_of(out, j, chunk_floats), i = chunk_of(in, j, chunk_floats);
-      std::span<float> buffer(incoming.data(), i.size());
-      comm.sendrecv(right, bytes_of(std::span<const float>(data.subspan(o.begin, o.size()))), left,
-                    bytes_of(buffer), kTagRingAllreduce);
-      add_into(data.subspan(i.begin, i.size()), buffer);
-    }
-  }
+  for (size_t k = 0; k + 1 < n; ++k)
+    exchange(comm, right, part(segment(data.size(), (r + n - k) % n, n)), left,
+             part(segment(data.size(), (r + 2 * n - k - 1) % n, n)), Arrival::Add, kTagRingAllreduce, scratch,
+             chunk_floats);
   // All-gather: worker r now holds the final segment r + 1; pass the finished ones on.
-  for (size_t k = 0; k + 1 < n; ++k) {
-    const Range out = segment(data.size(), (r + 1 + n - k) % n, n);
-    const Range in = segment(data.size(), (r + n - k) % n, n);
-    const size_t parts = std::max(chunks_in(out.size(), chunk_floats), chunks_in(in.size(), chunk_floats));
-    for (size_t j = 0; j < parts; ++j) {
-      const Range o = chunk_of(out, j, chunk_floats), i = chunk_of(in, j, chunk_floats);
-      comm.sendrecv(right, bytes_of(std::span<const float>(data.subspan(o.begin, o.size()))), left,
-                    bytes_of(data.subspan(i.begin, i.size())), kTagRingAllreduce);
-    }
-  }
+  for (size_t k = 0; k + 1 < n; ++k)
+    exchange(comm, right, part(segment(data.size(), (r + 1 + n - k) % n, n)), left,
+             part(segment(data.size(), (r + n - k) % n, n)), Arrival::Copy, kTagRingAllreduce, scratch,
+             chunk_floats);
 }
 
 void halving_doubling_allreduce(Communicator& comm, std::span<float> data) {
@@ -72,22 +90,23 @@ void halving_doubling_allreduce(Communicator& comm, std::span<float> data) {
   int p2 = 1;
   while (p2 * 2 <= n) p2 *= 2;
   const int extra = n - p2;
-  std::vector<float> incoming(data.size());
+  std::vector<float> scratch;
+  const int tag = kTagHalvingDoubling;
   // Fold: of each of the first `extra` pairs, the even worker hands its data to the odd one.
   int nr;  // rank among the p2 workers that take part in the butterfly
   if (r < 2 * extra) {
     if (r % 2 == 0) {
-      comm.send(r + 1, kTagHalvingDoubling, bytes_of(std::span<const float>(data)));
-      comm.recv(r + 1, kTagHalvingDoubling, bytes_of(data));
+      exchange(comm, r + 1, data, -1, {}, Arrival::Copy, tag, scratch);
+      exchange(comm, -1, {}, r + 1, data, Arrival::Copy, tag, scratch);
       return;
     }
-    comm.recv(r - 1, kTagHalvingDoubling, bytes_of(std::span<float>(incoming)));
-    add_into(data, incoming);
+    exchange(comm, -1, {}, r - 1, data, Arrival::Add, tag, scratch);
     nr = r / 2;
   } else {
     nr = r - extra;
   }
   auto real_rank = [extra](int v) { return v < extra ? 2 * v + 1 : v + extra; };
+  auto part = [&](Range range) { return data.subspan(range.begin, range.size()); };
   // Recursive halving: keep one half, send the other, add the partner's copy of the kept half.
   struct Level {
     Range whole;
@@ -100,10 +119,7 @@ void halving_doubling_allreduce(Communicator& comm, std::span<float> data) {
     const size_t mid = mine.begin + mine.size() / 2;
     const Range low{mine.begin, mid}, high{mid, mine.end};
     const Range keep = (nr & mask) == 0 ? low : high, give = (nr & mask) == 0 ? high : low;
-    std::span<float> buffer(incoming.data(), keep.size());
-    comm.sendrecv(partner, bytes_of(std::span<const float>(data.subspan(give.begin, give.size()))), partner,
-                  bytes_of(buffer), kTagHalvingDoubling);
-    add_into(data.subspan(keep.begin, keep.size()), buffer);
+    exchange(comm, partner, part(give), partner, part(keep), Arrival::Add, tag, scratch);
     levels.push_back({mine, (nr & mask) == 0});
     mine = keep;
   }
@@ -114,37 +130,33 @@ void halving_doubling_allreduce(Communicator& comm, std::span<float> data) {
     levels.pop_back();
     const Range whole = level.whole;
     const Range other = level.kept_low ? Range{mine.end, whole.end} : Range{whole.begin, mine.begin};
-    comm.sendrecv(partner, bytes_of(std::span<const float>(data.subspan(mine.begin, mine.size()))), partner,
-                  bytes_of(data.subspan(other.begin, other.size())), kTagHalvingDoubling);
+    exchange(comm, partner, part(mine), partner, part(other), Arrival::Copy, tag, scratch);
     mine = whole;
   }
-  if (r < 2 * extra) comm.send(r - 1, kTagHalvingDoubling, bytes_of(std::span<const float>(data)));
+  if (r < 2 * extra) exchange(comm, r - 1, data, -1, {}, Arrival::Copy, tag, scratch);
 }
 
 void tree_allreduce(Communicator& comm, std::span<float> data) {
   const int n = comm.size(), r = comm.rank();
   if (n == 1) return;
-  std::vector<float> incoming(data.size());
+  std::vector<float> scratch;
   for (int mask = 1; mask < n; mask <<= 1) {
     if (r & mask) {
-      comm.send(r - mask, kTagTree, bytes_of(std::span<const float>(data)));
+      exchange(comm, r - mask, data, -1, {}, Arrival::Copy, kTagTree, scratch);
       break;
     }
-    if (r + mask < n) {
-      comm.recv(r + mask, kTagTree, bytes_of(std::span<float>(incoming)));
-      add_into(data, incoming);
-    }
+    if (r + mask < n) exchange(comm, -1, {}, r + mask, data, Arrival::Add, kTagTree, scratch);
   }
   int mask = 1;
   while (mask < n) {
     if (r & mask) {
-      comm.recv(r - mask, kTagTree, bytes_of(data));
+      exchange(comm, -1, {}, r - mask, data, Arrival::Copy, kTagTree, scratch);
       break;
     }
     mask <<= 1;
   }
   for (mask >>= 1; mask > 0; mask >>= 1)
-    if (r + mask < n) comm.send(r + mask, kTagTree, bytes_of(std::span<const float>(data)));
+    if (r + mask < n) exchange(comm, r + mask, data, -1, {}, Arrival::Copy, kTagTree, scratch);
 }
 
 void allreduce_with(Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm) {
