@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -73,9 +74,9 @@ Measurement combine(const std::vector<Measurement>& all) {
   return m;
 }
 
-Measurement measure_local(int ranks, size_t floats, AllreduceAlgorithm algorithm, int iters, int warmup) {
+// Runs `body` on `ranks` pinned threads of one local group; rethrows the first error.
+void on_local_ranks(int ranks, const std::function<void(LocalCommunicator&)>& body) {
   auto group = std::make_shared<LocalGroup>(ranks);
-  std::vector<Measurement> all(static_cast<size_t>(ranks));
   std::string first_error;
   std::mutex error_mutex;
   std::vector<std::thread> threads;
@@ -84,7 +85,7 @@ Measurement measure_local(int ranks, size_t floats, AllreduceAlgorithm algorithm
       try {
         pin_current_thread(r);
         LocalCommunicator comm(group, r);
-        all[static_cast<size_t>(r)] = measure_rank(comm, floats, algorithm, iters, warmup);
+        body(comm);
       } catch (const std::exception& e) {
         std::lock_guard lock(error_mutex);
         if (first_error.empty()) first_error = e.what();
@@ -93,6 +94,13 @@ Measurement measure_local(int ranks, size_t floats, AllreduceAlgorithm algorithm
     });
   for (auto& t : threads) t.join();
   if (!first_error.empty()) throw Error(first_error);
+}
+
+Measurement measure_local(int ranks, size_t floats, AllreduceAlgorithm algorithm, int iters, int warmup) {
+  std::vector<Measurement> all(static_cast<size_t>(ranks));
+  on_local_ranks(ranks, [&](LocalCommunicator& comm) {
+    all[static_cast<size_t>(comm.rank())] = measure_rank(comm, floats, algorithm, iters, warmup);
+  });
   return combine(all);
 }
 
@@ -140,25 +148,10 @@ std::vector<double> gather_rates(Communicator& comm, double mine) {
 
 std::vector<double> measure_copy(MpiCommunicator* mpi, int ranks, size_t bytes, int iters) {
   if (mpi) return gather_rates(*mpi, copy_bytes_per_second(*mpi, bytes, iters));
-  auto group = std::make_shared<LocalGroup>(ranks);
   std::vector<double> rates(static_cast<size_t>(ranks));
-  std::vector<std::thread> threads;
-  std::string first_error;
-  std::mutex error_mutex;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        pin_current_thread(r);
-        LocalCommunicator comm(group, r);
-        rates[static_cast<size_t>(r)] = copy_bytes_per_second(comm, bytes, iters);
-      } catch (const std::exception& e) {
-        std::lock_guard lock(error_mutex);
-        if (first_error.empty()) first_error = e.what();
-        group->abort(e.what());
-      }
-    });
-  for (auto& t : threads) t.join();
-  if (!first_error.empty()) throw Error(first_error);
+  on_local_ranks(ranks, [&](LocalCommunicator& comm) {
+    rates[static_cast<size_t>(comm.rank())] = copy_bytes_per_second(comm, bytes, iters);
+  });
   return rates;
 }
 
