@@ -5,16 +5,45 @@
 
 #include "comm/message_tags.hpp"
 #include "core/error.hpp"
+#include "core/half.hpp"
 
 namespace ptrain {
 
 namespace {
 
-std::span<const std::byte> bytes_of(std::span<const float> s) { return std::as_bytes(s); }
-std::span<std::byte> bytes_of(std::span<float> s) { return std::as_writable_bytes(s); }
+// The algorithms are written once over an element type and its addition:
+// floats add in fp32; IEEE halves add in fp32 and round back to half,
+// saturating (core/half.hpp).
+struct FloatSum {
+  using Element = float;
+  static void add_into(std::span<float> target, std::span<const float> addend) {
+    for (size_t i = 0; i < target.size(); ++i) target[i] += addend[i];
+  }
+};
+struct HalfSum {
+  using Element = uint16_t;
+  static void add_into(std::span<uint16_t> target, std::span<const uint16_t> addend) {
+    add_halves(target, addend);
+  }
+};
 
-void add_into(std::span<float> target, std::span<const float> addend) {
-  for (size_t i = 0; i < target.size(); ++i) target[i] += addend[i];
+// Each algorithm's message tag, per element type: a half all-reduce's messages
+// are named as such in errors and never pair with a float all-reduce's.
+struct Tags {
+  int ring, halving_doubling, tree;
+};
+template <typename Sum>
+constexpr Tags kTags = {kTagRingAllreduce, kTagHalvingDoubling, kTagTree};
+template <>
+constexpr Tags kTags<HalfSum> = {kTagRingAllreduceHalf, kTagHalvingDoublingHalf, kTagTreeHalf};
+
+template <typename T>
+std::span<const std::byte> bytes_of(std::span<const T> s) {
+  return std::as_bytes(s);
+}
+template <typename T>
+std::span<std::byte> bytes_of(std::span<T> s) {
+  return std::as_writable_bytes(s);
 }
 
 // Segment i of n nearly equal parts of [0, count).
@@ -24,32 +53,35 @@ struct Range {
 };
 Range segment(size_t count, size_t i, size_t n) { return {count * i / n, count * (i + 1) / n}; }
 
-size_t chunks_in(size_t floats, size_t chunk) { return std::max<size_t>(1, (floats + chunk - 1) / chunk); }
+size_t chunks_in(size_t elements, size_t chunk) {
+  return std::max<size_t>(1, (elements + chunk - 1) / chunk);
+}
 
-// Large messages go in chunks: the receive buffer stays small and cache-hot,
-// and each chunk's addition overlaps the next chunk's transfer.
-constexpr size_t kChunkFloats = size_t{1} << 18;  // 1 MiB
-
-// Sends `out` to `to` while receiving `in.size()` floats from `from`, both in
-// chunks of at most `chunk` floats, and adds what arrives into `in` (Add) or
-// stores it there (Copy). A peer of -1 means no send, or no receive. Each
+// Sends `out` to `to` while receiving `in.size()` elements from `from`, both
+// in chunks of at most `chunk` elements, and adds what arrives into `in` (Add)
+// or stores it there (Copy). A peer of -1 means no send, or no receive. Each
 // direction's chunk count depends only on its own size, so sender and
 // receiver always agree on it.
 enum class Arrival { Add, Copy };
-void exchange(Communicator& comm, int to, std::span<const float> out, int from, std::span<float> in,
-              Arrival arrival, int tag, std::vector<float>& scratch, size_t chunk = kChunkFloats) {
+// (Sum::Element is named in full in the parameters: not deduced, so spans convert.)
+template <typename Sum>
+void exchange(Communicator& comm, int to, std::span<const typename Sum::Element> out, int from,
+              std::span<typename Sum::Element> in, Arrival arrival, int tag,
+              std::vector<typename Sum::Element>& scratch,
+              size_t chunk = kAllreduceChunkBytes / sizeof(typename Sum::Element)) {
+  using T = typename Sum::Element;
   const size_t sends = to >= 0 ? chunks_in(out.size(), chunk) : 0;
   const size_t receives = from >= 0 ? chunks_in(in.size(), chunk) : 0;
   for (size_t j = 0; j < std::max(sends, receives); ++j) {
-    std::span<const float> o;
-    std::span<float> i, target;
+    std::span<const T> o;
+    std::span<T> i, target;
     if (j < sends) o = out.subspan(j * chunk, std::min(chunk, out.size() - std::min(out.size(), j * chunk)));
     if (j < receives) {
       i = in.subspan(j * chunk, std::min(chunk, in.size() - std::min(in.size(), j * chunk)));
       target = i;
       if (arrival == Arrival::Add) {
         scratch.resize(std::max(scratch.size(), i.size()));
-        target = std::span<float>(scratch.data(), i.size());
+        target = std::span<T>(scratch.data(), i.size());
       }
     }
     if (j < sends && j < receives)
@@ -58,49 +90,50 @@ void exchange(Communicator& comm, int to, std::span<const float> out, int from, 
       comm.send(to, tag, bytes_of(o));
     else
       comm.recv(from, tag, bytes_of(target));
-    if (j < receives && arrival == Arrival::Add) add_into(i, target);
+    if (j < receives && arrival == Arrival::Add) Sum::add_into(i, target);
   }
 }
 
-}  // namespace
-
-void ring_allreduce(Communicator& comm, std::span<float> data, size_t chunk_floats) {
+template <typename Sum>
+void ring(Communicator& comm, std::span<typename Sum::Element> data, size_t chunk) {
+  using T = typename Sum::Element;
   const auto n = static_cast<size_t>(comm.size());
   const auto r = static_cast<size_t>(comm.rank());
   if (n == 1) return;
-  chunk_floats = std::max<size_t>(chunk_floats, 1);
+  chunk = std::max<size_t>(chunk, 1);
+  const int tag = kTags<Sum>.ring;
   const int right = static_cast<int>((r + 1) % n), left = static_cast<int>((r + n - 1) % n);
-  std::vector<float> scratch;
+  std::vector<T> scratch;
   auto part = [&](Range range) { return data.subspan(range.begin, range.size()); };
   // Reduce-scatter: after step k, segment (r - k - 1) holds k + 2 workers' sum here.
   for (size_t k = 0; k + 1 < n; ++k)
-    exchange(comm, right, part(segment(data.size(), (r + n - k) % n, n)), left,
-             part(segment(data.size(), (r + 2 * n - k - 1) % n, n)), Arrival::Add, kTagRingAllreduce, scratch,
-             chunk_floats);
+    exchange<Sum>(comm, right, part(segment(data.size(), (r + n - k) % n, n)), left,
+                  part(segment(data.size(), (r + 2 * n - k - 1) % n, n)), Arrival::Add, tag, scratch, chunk);
   // All-gather: worker r now holds the final segment r + 1; pass the finished ones on.
   for (size_t k = 0; k + 1 < n; ++k)
-    exchange(comm, right, part(segment(data.size(), (r + 1 + n - k) % n, n)), left,
-             part(segment(data.size(), (r + n - k) % n, n)), Arrival::Copy, kTagRingAllreduce, scratch,
-             chunk_floats);
+    exchange<Sum>(comm, right, part(segment(data.size(), (r + 1 + n - k) % n, n)), left,
+                  part(segment(data.size(), (r + n - k) % n, n)), Arrival::Copy, tag, scratch, chunk);
 }
 
-void halving_doubling_allreduce(Communicator& comm, std::span<float> data) {
+template <typename Sum>
+void halving_doubling(Communicator& comm, std::span<typename Sum::Element> data) {
+  using T = typename Sum::Element;
   const int n = comm.size(), r = comm.rank();
   if (n == 1) return;
   int p2 = 1;
   while (p2 * 2 <= n) p2 *= 2;
   const int extra = n - p2;
-  std::vector<float> scratch;
-  const int tag = kTagHalvingDoubling;
+  std::vector<T> scratch;
+  const int tag = kTags<Sum>.halving_doubling;
   // Fold: of each of the first `extra` pairs, the even worker hands its data to the odd one.
   int nr;  // rank among the p2 workers that take part in the butterfly
   if (r < 2 * extra) {
     if (r % 2 == 0) {
-      exchange(comm, r + 1, data, -1, {}, Arrival::Copy, tag, scratch);
-      exchange(comm, -1, {}, r + 1, data, Arrival::Copy, tag, scratch);
+      exchange<Sum>(comm, r + 1, data, -1, {}, Arrival::Copy, tag, scratch);
+      exchange<Sum>(comm, -1, {}, r + 1, data, Arrival::Copy, tag, scratch);
       return;
     }
-    exchange(comm, -1, {}, r - 1, data, Arrival::Add, tag, scratch);
+    exchange<Sum>(comm, -1, {}, r - 1, data, Arrival::Add, tag, scratch);
     nr = r / 2;
   } else {
     nr = r - extra;
@@ -119,7 +152,7 @@ void halving_doubling_allreduce(Communicator& comm, std::span<float> data) {
     const size_t mid = mine.begin + mine.size() / 2;
     const Range low{mine.begin, mid}, high{mid, mine.end};
     const Range keep = (nr & mask) == 0 ? low : high, give = (nr & mask) == 0 ? high : low;
-    exchange(comm, partner, part(give), partner, part(keep), Arrival::Add, tag, scratch);
+    exchange<Sum>(comm, partner, part(give), partner, part(keep), Arrival::Add, tag, scratch);
     levels.push_back({mine, (nr & mask) == 0});
     mine = keep;
   }
@@ -130,53 +163,87 @@ void halving_doubling_allreduce(Communicator& comm, std::span<float> data) {
     levels.pop_back();
     const Range whole = level.whole;
     const Range other = level.kept_low ? Range{mine.end, whole.end} : Range{whole.begin, mine.begin};
-    exchange(comm, partner, part(mine), partner, part(other), Arrival::Copy, tag, scratch);
+    exchange<Sum>(comm, partner, part(mine), partner, part(other), Arrival::Copy, tag, scratch);
     mine = whole;
   }
-  if (r < 2 * extra) exchange(comm, r - 1, data, -1, {}, Arrival::Copy, tag, scratch);
+  if (r < 2 * extra) exchange<Sum>(comm, r - 1, data, -1, {}, Arrival::Copy, tag, scratch);
 }
 
-void tree_allreduce(Communicator& comm, std::span<float> data) {
+template <typename Sum>
+void tree(Communicator& comm, std::span<typename Sum::Element> data) {
+  using T = typename Sum::Element;
   const int n = comm.size(), r = comm.rank();
   if (n == 1) return;
-  std::vector<float> scratch;
+  const int tag = kTags<Sum>.tree;
+  std::vector<T> scratch;
   for (int mask = 1; mask < n; mask <<= 1) {
     if (r & mask) {
-      exchange(comm, r - mask, data, -1, {}, Arrival::Copy, kTagTree, scratch);
+      exchange<Sum>(comm, r - mask, data, -1, {}, Arrival::Copy, tag, scratch);
       break;
     }
-    if (r + mask < n) exchange(comm, -1, {}, r + mask, data, Arrival::Add, kTagTree, scratch);
+    if (r + mask < n) exchange<Sum>(comm, -1, {}, r + mask, data, Arrival::Add, tag, scratch);
   }
   int mask = 1;
   while (mask < n) {
     if (r & mask) {
-      exchange(comm, -1, {}, r - mask, data, Arrival::Copy, kTagTree, scratch);
+      exchange<Sum>(comm, -1, {}, r - mask, data, Arrival::Copy, tag, scratch);
       break;
     }
     mask <<= 1;
   }
   for (mask >>= 1; mask > 0; mask >>= 1)
-    if (r + mask < n) exchange(comm, r + mask, data, -1, {}, Arrival::Copy, kTagTree, scratch);
+    if (r + mask < n) exchange<Sum>(comm, r + mask, data, -1, {}, Arrival::Copy, tag, scratch);
 }
+
+template <typename Sum>
+void run_algorithm(Communicator& comm, std::span<typename Sum::Element> data, AllreduceAlgorithm algorithm,
+                   const char* what) {
+  using T = typename Sum::Element;
+  switch (algorithm) {
+    case AllreduceAlgorithm::Native:
+      throw Error(std::string(what) + ": native is each backend's own");
+    case AllreduceAlgorithm::Ring:
+      return ring<Sum>(comm, data, kAllreduceChunkBytes / sizeof(T));
+    case AllreduceAlgorithm::HalvingDoubling:
+      return halving_doubling<Sum>(comm, data);
+    case AllreduceAlgorithm::Tree:
+      return tree<Sum>(comm, data);
+  }
+}
+
+}  // namespace
+
+void ring_allreduce(Communicator& comm, std::span<float> data, size_t chunk_floats) {
+  ring<FloatSum>(comm, data, chunk_floats);
+}
+void halving_doubling_allreduce(Communicator& comm, std::span<float> data) {
+  halving_doubling<FloatSum>(comm, data);
+}
+void tree_allreduce(Communicator& comm, std::span<float> data) { tree<FloatSum>(comm, data); }
+
+void ring_allreduce_half(Communicator& comm, std::span<uint16_t> data, size_t chunk_halves) {
+  ring<HalfSum>(comm, data, chunk_halves);
+}
+void halving_doubling_allreduce_half(Communicator& comm, std::span<uint16_t> data) {
+  halving_doubling<HalfSum>(comm, data);
+}
+void tree_allreduce_half(Communicator& comm, std::span<uint16_t> data) { tree<HalfSum>(comm, data); }
 
 void allreduce_with(Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm) {
   comm.allreduce(data, algorithm);
 }
 
 void run_allreduce_algorithm(Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm) {
-  switch (algorithm) {
-    case AllreduceAlgorithm::Native:
-      throw Error("run_allreduce_algorithm: native is each backend's own");
-    case AllreduceAlgorithm::Ring:
-      ring_allreduce(comm, data);
-      return;
-    case AllreduceAlgorithm::HalvingDoubling:
-      halving_doubling_allreduce(comm, data);
-      return;
-    case AllreduceAlgorithm::Tree:
-      tree_allreduce(comm, data);
-      return;
-  }
+  run_algorithm<FloatSum>(comm, data, algorithm, "run_allreduce_algorithm");
+}
+
+void allreduce_half_with(Communicator& comm, std::span<uint16_t> data, AllreduceAlgorithm algorithm) {
+  comm.allreduce_half(data, algorithm);
+}
+
+void run_allreduce_half_algorithm(Communicator& comm, std::span<uint16_t> data,
+                                  AllreduceAlgorithm algorithm) {
+  run_algorithm<HalfSum>(comm, data, algorithm, "run_allreduce_half_algorithm");
 }
 
 }  // namespace ptrain

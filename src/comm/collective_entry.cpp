@@ -4,6 +4,21 @@
 
 namespace ptrain {
 
+namespace {
+
+const char* count_unit(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::Allreduce:
+      return "floats";
+    case CollectiveKind::AllreduceHalf:
+      return "halves";
+    default:
+      return "bytes";
+  }
+}
+
+}  // namespace
+
 std::string CollectiveEntry::name() const {
   switch (kind) {
     case CollectiveKind::Allreduce:
@@ -14,6 +29,9 @@ std::string CollectiveEntry::name() const {
       return "barrier";
     case CollectiveKind::Allgatherv:
       return "allgatherv";
+    case CollectiveKind::AllreduceHalf:
+      return algorithm == AllreduceAlgorithm::Native ? "fp16 allreduce"
+                                                     : "fp16 " + to_string(algorithm) + " allreduce";
   }
   return "collective " + std::to_string(static_cast<int>(kind));
 }
@@ -35,8 +53,7 @@ std::string entry_mismatch(const CollectiveEntry& mine, int my_rank, const Colle
                        who, my_rank, what);
   if (theirs.count != mine.count)
     return fmt::format("{}: {} {} brought {} {} but {} {} brought {}", what, who, my_rank, mine.count,
-                       mine.kind == CollectiveKind::Allreduce ? "floats" : "bytes", who, their_rank,
-                       theirs.count);
+                       count_unit(mine.kind), who, their_rank, theirs.count);
   if (theirs.root != mine.root)
     return fmt::format("{}: {} {} named root {} but {} {} named root {}", what, who, my_rank, mine.root, who,
                        their_rank, theirs.root);

@@ -15,16 +15,21 @@
 
 namespace ptrain {
 
-enum class CollectiveKind : uint8_t { Allreduce, Broadcast, Barrier, Allgatherv };
+// AllreduceHalf (Communicator::allreduce_half) is a collective of its own: a
+// worker in it never pairs with one in a float all-reduce.
+enum class CollectiveKind : uint8_t { Allreduce, Broadcast, Barrier, Allgatherv, AllreduceHalf };
 
 struct CollectiveEntry {
   CollectiveKind kind = CollectiveKind::Barrier;
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native;  // all-reduce only
-  uint64_t count = 0;                                         // all-reduce: floats; broadcast: bytes
-  int64_t root = 0;                                           // broadcast only
+  uint64_t count = 0;  // all-reduce: floats (halves for AllreduceHalf); broadcast: bytes
+  int64_t root = 0;    // broadcast only
 
   static CollectiveEntry allreduce(size_t floats, AllreduceAlgorithm algorithm) {
     return {CollectiveKind::Allreduce, algorithm, floats, 0};
+  }
+  static CollectiveEntry allreduce_half(size_t halves, AllreduceAlgorithm algorithm) {
+    return {CollectiveKind::AllreduceHalf, algorithm, halves, 0};
   }
   static CollectiveEntry broadcast(size_t bytes, int root) {
     return {CollectiveKind::Broadcast, AllreduceAlgorithm::Native, bytes, root};
@@ -34,7 +39,8 @@ struct CollectiveEntry {
     return {CollectiveKind::Allgatherv, AllreduceAlgorithm::Native, 0, 0};
   }
 
-  // "allreduce", "ring allreduce", "broadcast", "barrier", "allgatherv".
+  // "allreduce", "ring allreduce", "fp16 allreduce", "fp16 ring allreduce",
+  // "broadcast", "barrier", "allgatherv".
   std::string name() const;
 
   // The fixed-size form one backend sends to its peers.
@@ -45,8 +51,9 @@ struct CollectiveEntry {
 
 // "" when `theirs` (worker `their_rank`'s) agrees with `mine`; otherwise the
 // error for worker `my_rank`, naming both, e.g. "allreduce: rank 0 brought 7
-// floats but rank 2 brought 8" or "allreduce: rank 2 entered barrier while
-// rank 0 entered allreduce". `who` is "worker" or "rank".
+// floats but rank 2 brought 8" ("halves" in an fp16 all-reduce) or
+// "allreduce: rank 2 entered barrier while rank 0 entered allreduce". `who` is
+// "worker" or "rank".
 std::string entry_mismatch(const CollectiveEntry& mine, int my_rank, const CollectiveEntry& theirs,
                            int their_rank, std::string_view who);
 

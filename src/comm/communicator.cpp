@@ -1,5 +1,6 @@
 #include "comm/communicator.hpp"
 
+#include "comm/allreduce_algorithms.hpp"
 #include "comm/message_tags.hpp"
 #include "core/error.hpp"
 
@@ -11,6 +12,12 @@ AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
   if (name == "hd") return AllreduceAlgorithm::HalvingDoubling;
   if (name == "tree") return AllreduceAlgorithm::Tree;
   throw Error("--allreduce: unknown algorithm '" + name + "' (choose native, ring, hd or tree)");
+}
+
+void Communicator::allreduce_half(std::span<uint16_t> data, AllreduceAlgorithm algorithm) {
+  stats_.collectives++;
+  run_allreduce_half_algorithm(
+      *this, data, algorithm == AllreduceAlgorithm::Native ? AllreduceAlgorithm::Ring : algorithm);
 }
 
 std::vector<std::vector<std::byte>> Communicator::allgatherv(std::span<const std::byte> mine) {

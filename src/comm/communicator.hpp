@@ -42,6 +42,16 @@ class Communicator {
   // one of comm/allreduce_algorithms.hpp. Every worker passes the same size.
   virtual void allreduce(std::span<float> data,
                          AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) = 0;
+  // Sums IEEE halves (binary16 bit patterns, core/half.hpp) over all workers,
+  // in place: gradients all-reduced in compressed form (the fp16 codec). Each
+  // addition is done in fp32 and rounded back to half; a finite sum beyond the
+  // half range saturates to +-65504 instead of becoming inf; inf stays inf, and
+  // a NaN sum is the quiet NaN 0x7e00 (core/half.hpp: add_halves_saturating).
+  // Both backends implement it with their entry check, as a collective of its
+  // own ("fp16 allreduce"); this default, for wrappers, runs the algorithm (ring
+  // for Native) straight over send/recv, without an entry check.
+  virtual void allreduce_half(std::span<uint16_t> data,
+                              AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native);
   // Copies root's bytes into every other worker's `data` (same size everywhere).
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   virtual void barrier() = 0;

@@ -13,6 +13,7 @@
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/message_tags.hpp"
 #include "core/error.hpp"
+#include "core/half.hpp"
 #include "core/thread_affinity.hpp"
 
 namespace ptrain {
@@ -216,6 +217,48 @@ void LocalCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algo
   group_->arrive_and_wait(rank_, "allreduce");
   // Read from peers: their parts of my slice, then their slices. They read as much from me.
   const uint64_t moved = ((static_cast<uint64_t>(n) - 1) * (hi - lo) + (count - (hi - lo))) * sizeof(float);
+  stats_.bytes_received += moved;
+  stats_.bytes_sent += moved;
+}
+
+void LocalCommunicator::allreduce_half(std::span<uint16_t> data, AllreduceAlgorithm algorithm) {
+  LocalGroup::CallScope in_call(*group_, rank_);
+  const int n = size();
+  stats_.collectives++;
+  if (n == 1) return;
+  const auto entry = CollectiveEntry::allreduce_half(data.size(), algorithm);
+  enter(entry, data.data(), data.size_bytes());
+  if (algorithm != AllreduceAlgorithm::Native) {
+    group_->arrive_and_wait(rank_, entry.name());  // as in allreduce()
+    return run_allreduce_half_algorithm(*this, data, algorithm);
+  }
+  // As the float native all-reduce, but each element of this worker's slice is
+  // summed in fp32 over the peers (in rank order) and rounded to half once.
+  const size_t count = data.size();
+  auto slice_begin = [&](int r) { return count * static_cast<size_t>(r) / static_cast<size_t>(n); };
+  const size_t lo = slice_begin(rank_), hi = slice_begin(rank_ + 1);
+  std::vector<const uint16_t*> peers(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r)
+    peers[static_cast<size_t>(r)] = static_cast<const uint16_t*>(group_->slot(r).data);
+  uint16_t* mine = data.data();
+  constexpr size_t kBlock = 2048;  // fp32 partial sums that stay in L1
+  float sums[kBlock];
+  for (size_t b = lo; b < hi; b += kBlock) {
+    const size_t m = std::min(kBlock, hi - b);
+    const std::span<float> block(sums, m);
+    halves_to_floats({peers[0] + b, m}, block);
+    for (int r = 1; r < n; ++r) add_halves_to_floats({peers[static_cast<size_t>(r)] + b, m}, block);
+    floats_to_halves_saturating(block, {mine + b, m});
+  }
+  group_->arrive_and_wait(rank_, entry.name());
+  for (int r = 0; r < n; ++r) {
+    if (r == rank_) continue;
+    const size_t a = slice_begin(r), b = slice_begin(r + 1);
+    if (b > a) std::memcpy(mine + a, peers[static_cast<size_t>(r)] + a, (b - a) * sizeof(uint16_t));
+  }
+  group_->arrive_and_wait(rank_, entry.name());  // nobody changes its buffer while a peer copies from it
+  const uint64_t moved =
+      ((static_cast<uint64_t>(n) - 1) * (hi - lo) + (count - (hi - lo))) * sizeof(uint16_t);
   stats_.bytes_received += moved;
   stats_.bytes_sent += moved;
 }

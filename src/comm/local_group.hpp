@@ -99,6 +99,10 @@ class LocalCommunicator : public Communicator {
   std::string backend() const override { return "local"; }
 
   void allreduce(std::span<float> data, AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) override;
+  // Native: each worker sums its slice straight from the peers' buffers, in
+  // fp32 in rank order, and rounds to half once.
+  void allreduce_half(std::span<uint16_t> data,
+                      AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) override;
   void broadcast(std::span<std::byte> data, int root) override;
   void barrier() override;
   std::vector<std::vector<std::byte>> allgatherv(std::span<const std::byte> mine) override;

@@ -11,6 +11,9 @@ enum MessageTag : int {
   kTagTree = 3,
   kTagAllgather = 4,
   kTagCollectiveEntry = 5,  // the tokens of the entry check (MPI backend)
+  kTagRingAllreduceHalf = 6,
+  kTagHalvingDoublingHalf = 7,
+  kTagTreeHalf = 8,
 };
 
 inline std::string tag_name(int tag) {
@@ -25,6 +28,12 @@ inline std::string tag_name(int tag) {
       return "allgatherv";
     case kTagCollectiveEntry:
       return "collective entry";
+    case kTagRingAllreduceHalf:
+      return "fp16 ring allreduce";
+    case kTagHalvingDoublingHalf:
+      return "fp16 hd allreduce";
+    case kTagTreeHalf:
+      return "fp16 tree allreduce";
   }
   return "message with tag " + std::to_string(tag);
 }

@@ -11,11 +11,13 @@
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/message_tags.hpp"
 #include "core/error.hpp"
+#include "core/half.hpp"
 
 namespace ptrain {
 
 struct MpiCommunicator::Handle {
   MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Op half_sum = MPI_OP_NULL;  // for allreduce_half: see half_sum() below
 };
 
 namespace {
@@ -61,6 +63,13 @@ bool abandon(MPI_Request& request, bool receive) {
   return false;
 }
 
+// The MPI_Op of the native half all-reduce, on MPI_UINT16_T: inout = in + inout,
+// added in fp32 and rounded back to half, saturating (core/half.hpp).
+void half_sum(void* in, void* inout, int* length, MPI_Datatype*) {
+  const auto n = static_cast<size_t>(*length);
+  add_halves({static_cast<uint16_t*>(inout), n}, {static_cast<const uint16_t*>(in), n});
+}
+
 }  // namespace
 
 bool launched_by_mpi() {
@@ -96,6 +105,11 @@ MpiCommunicator::MpiCommunicator(std::chrono::milliseconds timeout)
                             rank_, seconds_text(timeout_)));
   }
   MPI_Comm_set_errhandler(handle_->comm, MPI_ERRORS_RETURN);
+  // Created commutative: one fp32 addition and one rounding do not depend on
+  // the order of the operands. MPI regroups the additions as its algorithm
+  // likes, so the native result depends on MPI's choice, as a float
+  // MPI_Allreduce's does; ring, hd and tree give the local backend's bits.
+  check(MPI_Op_create(&half_sum, 1, &handle_->half_sum), "communicator setup");
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -103,7 +117,11 @@ MpiCommunicator::~MpiCommunicator() {
   MPI_Finalized(&finalized);
   // A failed communicator stays allocated: peers may still send to it, and
   // freeing it would let MPI give its context to a later communicator.
-  if (handle_ && failure_.empty() && !finalized) MPI_Comm_free(&handle_->comm);
+  // The same for the MPI_Op: a failed MPI_Iallreduce may still be using it.
+  if (handle_ && failure_.empty() && !finalized) {
+    MPI_Comm_free(&handle_->comm);
+    if (handle_->half_sum != MPI_OP_NULL) MPI_Op_free(&handle_->half_sum);
+  }
 }
 
 void MpiCommunicator::check_usable(const std::string& what) const {
@@ -173,6 +191,26 @@ void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algori
   // (A collective request cannot be cancelled; the communicator is given up.)
   if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE))
     fail(fmt::format("allreduce: rank {} timed out after {} in MPI_Iallreduce, after every rank had arrived",
+                     rank_, seconds_text(timeout_)));
+  const uint64_t moved =
+      2 * data.size_bytes() * static_cast<uint64_t>(size_ - 1) / static_cast<uint64_t>(size_);
+  stats_.bytes_sent += moved;
+  stats_.bytes_received += moved;
+}
+
+void MpiCommunicator::allreduce_half(std::span<uint16_t> data, AllreduceAlgorithm algorithm) {
+  stats_.collectives++;
+  const auto entry = CollectiveEntry::allreduce_half(data.size(), algorithm);
+  enter(entry);
+  if (size_ == 1) return;
+  if (algorithm != AllreduceAlgorithm::Native) return run_allreduce_half_algorithm(*this, data, algorithm);
+  const std::string what = entry.name();
+  MPI_Request request;
+  check(MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_UINT16_T,
+                       handle_->half_sum, handle_->comm, &request),
+        what);
+  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE))
+    fail(fmt::format("{}: rank {} timed out after {} in MPI_Iallreduce, after every rank had arrived", what,
                      rank_, seconds_text(timeout_)));
   const uint64_t moved =
       2 * data.size_bytes() * static_cast<uint64_t>(size_ - 1) / static_cast<uint64_t>(size_);

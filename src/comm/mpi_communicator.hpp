@@ -1,7 +1,8 @@
 #pragma once
 // Workers as MPI ranks (processes, possibly on several hosts) under mpirun.
-// Native all-reduce is MPI_Allreduce; the algorithms in comm/ run over the
-// point-to-point calls. Every call waits on non-blocking MPI requests with a
+// Native all-reduce is MPI_Allreduce (of halves: with a user-defined MPI_Op
+// that adds in fp32 and rounds back to half); the algorithms in comm/ run over
+// the point-to-point calls. Every call waits on non-blocking MPI requests with a
 // deadline, so a rank that never arrives is an error naming it, not a hang.
 #include <chrono>
 #include <memory>
@@ -47,6 +48,8 @@ class MpiCommunicator : public Communicator {
   std::string backend() const override { return "mpi"; }
 
   void allreduce(std::span<float> data, AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) override;
+  void allreduce_half(std::span<uint16_t> data,
+                      AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) override;
   void broadcast(std::span<std::byte> data, int root) override;
   void barrier() override;
   std::vector<std::vector<std::byte>> allgatherv(std::span<const std::byte> mine) override;
@@ -55,7 +58,7 @@ class MpiCommunicator : public Communicator {
   void sendrecv(int to, std::span<const std::byte> out, int from, std::span<std::byte> in, int tag) override;
 
  private:
-  struct Handle;  // the MPI_Comm, kept out of this header
+  struct Handle;  // the MPI_Comm and the half-sum MPI_Op, kept out of this header
 
   // The entry check above; throws ptrain::Error naming the collective.
   void enter(const CollectiveEntry& entry);
