@@ -1,0 +1,408 @@
+#include "compress/dgc_codec.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "compress/magnitude_select.hpp"
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PTRAIN_DGC_AVX2_KERNELS 1
+#include <immintrin.h>
+#endif
+
+// u <- m u + g must round twice, as the optimizer's momentum does, whatever
+// the build's flags: g++ would otherwise contract it into an FMA where the
+// target has one (kernel_dispatch.hpp in optim/ explains the same for SGD).
+#if defined(__GNUC__) && !defined(__clang__)
+#define PTRAIN_DGC_NO_CONTRACTION gnu::optimize("fp-contract=off")
+#else
+#define PTRAIN_DGC_NO_CONTRACTION
+#endif
+
+namespace ptrain {
+
+namespace {
+
+// Re-estimates of the threshold after a count below 0.8 k, before an exact selection.
+constexpr int kMaxRescans = 3;
+
+size_t pairs_for(double density, size_t n) {
+  if (n == 0) return 0;
+  const auto k = static_cast<size_t>(std::llround(density * static_cast<double>(n)));
+  return std::clamp<size_t>(k, 1, n);
+}
+
+// Everything the update of u and v needs, so that the kernels are free functions.
+struct UpdateArgs {
+  const float* g;
+  float* u;
+  float* v;
+  float momentum;
+  float scale;
+  uint32_t min_key;  // collect new |v| keys at or above (>= 1)
+  size_t capacity;   // ... at most this many indices
+};
+
+// Element i's new v (stored with its u when kStore). The one place the
+// arithmetic is written for the scalar code; the AVX2 kernel does the same
+// operations in the same order.
+template <bool kMomentum, bool kAccumulate, bool kStore>
+[[gnu::always_inline]] inline float new_velocity(const UpdateArgs& a, size_t i) {
+  const float scaled = a.g[i] * a.scale;
+  float x = scaled;
+  if constexpr (kMomentum) {
+    const float decayed = a.momentum * a.u[i];
+    x = decayed + scaled;
+    if constexpr (kStore) a.u[i] = x;
+  }
+  float v = x;
+  if constexpr (kAccumulate) v = a.v[i] + x;
+  if constexpr (kStore) a.v[i] = v;
+  return v;
+}
+
+template <bool kMomentum, bool kAccumulate, bool kCollect>
+[[gnu::always_inline]] inline void update_scalar(const UpdateArgs& a, size_t begin, size_t end, size_t& count,
+                                                 std::vector<uint32_t>& out) {
+  for (size_t i = begin; i < end; ++i) {
+    const float v = new_velocity<kMomentum, kAccumulate, true>(a, i);
+    if constexpr (kCollect) {
+      if (magnitude_key(v) >= a.min_key) {
+        if (count < a.capacity) out.push_back(static_cast<uint32_t>(i));
+        ++count;
+      }
+    }
+  }
+}
+
+template <bool kMomentum, bool kAccumulate, bool kCollect>
+[[PTRAIN_DGC_NO_CONTRACTION]] size_t update_portable(const UpdateArgs& a, std::span<const IndexSpan> spans,
+                                                     std::vector<uint32_t>& out) {
+  size_t count = 0;
+  for (const auto& [begin, end] : spans)
+    update_scalar<kMomentum, kAccumulate, kCollect>(a, begin, end, count, out);
+  return count;
+}
+
+#if defined(PTRAIN_DGC_AVX2_KERNELS)
+// One pass: load g, u, v; store u, v; compare the new |v| with the threshold.
+// At DGC's densities almost every block of 8 has nothing over it, so the
+// indices are collected off the main path.
+template <bool kMomentum, bool kAccumulate, bool kCollect>
+[[gnu::target("avx2"), PTRAIN_DGC_NO_CONTRACTION]] size_t update_avx2(const UpdateArgs& a,
+                                                                      std::span<const IndexSpan> spans,
+                                                                      std::vector<uint32_t>& out) {
+  const __m256 scale = _mm256_set1_ps(a.scale), momentum = _mm256_set1_ps(a.momentum);
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i below = _mm256_set1_epi32(static_cast<int>(a.min_key) - 1);  // keys < 2^31: signed compare
+  size_t count = 0;
+  for (const auto& [begin, end] : spans) {
+    size_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+      const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(a.g + i), scale);
+      __m256 x = scaled;
+      if constexpr (kMomentum) {
+        const __m256 decayed = _mm256_mul_ps(momentum, _mm256_loadu_ps(a.u + i));
+        x = _mm256_add_ps(decayed, scaled);
+        _mm256_storeu_ps(a.u + i, x);
+      }
+      __m256 v = x;
+      if constexpr (kAccumulate) v = _mm256_add_ps(_mm256_loadu_ps(a.v + i), x);
+      _mm256_storeu_ps(a.v + i, v);
+      if constexpr (kCollect) {
+        const __m256i key = _mm256_and_si256(_mm256_castps_si256(v), abs_mask);
+        auto bits =
+            static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(key, below))));
+        while (bits != 0) {
+          if (count < a.capacity)
+            out.push_back(static_cast<uint32_t>(i + static_cast<size_t>(std::countr_zero(bits))));
+          ++count;
+          bits &= bits - 1;
+        }
+      }
+    }
+    update_scalar<kMomentum, kAccumulate, kCollect>(a, i, end, count, out);
+  }
+  return count;
+}
+#endif
+
+template <bool kMomentum, bool kAccumulate, bool kCollect>
+size_t update_dispatch(const UpdateArgs& a, std::span<const IndexSpan> spans, std::vector<uint32_t>& out) {
+#if defined(PTRAIN_DGC_AVX2_KERNELS)
+  if (sparse_kernels_use_avx2()) return update_avx2<kMomentum, kAccumulate, kCollect>(a, spans, out);
+#endif
+  return update_portable<kMomentum, kAccumulate, kCollect>(a, spans, out);
+}
+
+template <bool kMomentum, bool kAccumulate>
+[[PTRAIN_DGC_NO_CONTRACTION]] float peek_velocity(const UpdateArgs& a, size_t i) {
+  return new_velocity<kMomentum, kAccumulate, false>(a, i);
+}
+
+// The keys the sampled elements' v will have once updated. The indices
+// ascend, so prefetching a few samples ahead keeps several loads in flight.
+template <bool kMomentum, bool kAccumulate>
+[[PTRAIN_DGC_NO_CONTRACTION]] void sample_keys(const UpdateArgs& a, std::span<const size_t> index,
+                                               std::span<uint32_t> key) {
+  constexpr size_t kAhead = 16;
+  for (size_t s = 0; s < index.size(); ++s) {
+    if (s + kAhead < index.size()) {
+      const size_t ahead = index[s + kAhead];
+      __builtin_prefetch(a.g + ahead);
+      __builtin_prefetch(a.v + ahead);
+      if constexpr (kMomentum) __builtin_prefetch(a.u + ahead);
+    }
+    key[s] = magnitude_key(new_velocity<kMomentum, kAccumulate, false>(a, index[s]));
+  }
+}
+
+}  // namespace
+
+double dgc_density(const DgcConfig& config, double epoch) {
+  const double w = config.warmup_epochs;
+  if (!(w > 0) || !(epoch < w)) return config.density;
+  const int stage = std::clamp(static_cast<int>(std::floor(4.0 * std::max(epoch, 0.0) / w)), 0, 3);
+  return std::max(std::pow(0.25, stage + 1), config.density);
+}
+
+DgcCodec::DgcCodec(const CodecConfig& config, const CodecRange& range, uint64_t seed)
+    : config_(config.dgc),
+      layout_("dgc", range.count, config.dgc.dense_one_dim ? range.one_dim : std::vector<IndexSpan>{}),
+      seed_(seed) {
+  validate_codec_config(config);
+  if (config_.momentum_correction) u_.assign(range.count, 0.0f);
+  v_.assign(range.count, 0.0f);
+}
+
+size_t DgcCodec::pairs(const StepInfo& step) const {
+  return pairs_for(dgc_density(config_, step.epoch), layout_.sparse_count());
+}
+
+float DgcCodec::clip_scale(std::span<const float> grad, int workers) const {
+  if (config_.clip_norm == 0) return 1.0f;
+  if (workers < 1) throw Error(fmt::format("dgc: clipping for {} workers (at least 1)", workers));
+  // Eight partial sums: a dependency chain of one would take 4 cycles an element.
+  double partial[8] = {};
+  const float* g = grad.data();
+  size_t i = 0;
+  for (; i + 8 <= grad.size(); i += 8)
+    for (size_t j = 0; j < 8; ++j) partial[j] += static_cast<double>(g[i + j]) * g[i + j];
+  for (; i < grad.size(); ++i) partial[0] += static_cast<double>(g[i]) * g[i];
+  double sum = 0;
+  for (const double p : partial) sum += p;
+  const double norm = std::sqrt(sum);
+  const double limit = config_.clip_norm / std::sqrt(static_cast<double>(workers));
+  // A non-finite norm is left alone: the NaN or infinity travels on and is seen.
+  if (!(norm > limit) || !std::isfinite(norm)) return 1.0f;
+  return static_cast<float>(limit / norm);
+}
+
+void DgcCodec::encode_dense(std::span<const float> grad, float scale, SparseMessageWriter& writer) {
+  UpdateArgs a{.g = grad.data(),
+               .u = u_.data(),
+               .v = v_.data(),
+               .momentum = config_.momentum,
+               .scale = scale,
+               .min_key = 1,
+               .capacity = 0};
+  size_t slot = 0;
+  for (const auto& [begin, end] : layout_.dense())
+    for (size_t i = begin; i < end; ++i) {
+      // Nothing stays behind in a dense span: v is only the value sent.
+      const float sent =
+          config_.momentum_correction ? peek_velocity<true, false>(a, i) : peek_velocity<false, false>(a, i);
+      if (config_.momentum_correction) u_[i] = sent;
+      writer.set_dense(slot++, sent);
+    }
+}
+
+size_t DgcCodec::update(std::span<const float> grad, float scale, uint32_t min_key, size_t capacity) {
+  const UpdateArgs a{.g = grad.data(),
+                     .u = u_.data(),
+                     .v = v_.data(),
+                     .momentum = config_.momentum,
+                     .scale = scale,
+                     .min_key = min_key,
+                     .capacity = capacity};
+  const auto spans = std::span<const IndexSpan>(layout_.sparse());
+  candidates_.clear();
+  const bool m = config_.momentum_correction, acc = config_.accumulation;
+  if (min_key == 0) {
+    if (m && acc) return update_dispatch<true, true, false>(a, spans, candidates_);
+    if (m) return update_dispatch<true, false, false>(a, spans, candidates_);
+    if (acc) return update_dispatch<false, true, false>(a, spans, candidates_);
+    return update_dispatch<false, false, false>(a, spans, candidates_);
+  }
+  if (m && acc) return update_dispatch<true, true, true>(a, spans, candidates_);
+  if (m) return update_dispatch<true, false, true>(a, spans, candidates_);
+  if (acc) return update_dispatch<false, true, true>(a, spans, candidates_);
+  return update_dispatch<false, false, true>(a, spans, candidates_);
+}
+
+void DgcCodec::draw_sample(std::span<const float> grad, float scale, uint64_t step, size_t samples) {
+  // Stratified: the n sparse elements split into `samples` strata of equal
+  // size (+-1), one element drawn uniformly from each. Every element is as
+  // likely to be drawn as in a simple random sample, quantiles come out no
+  // worse, and the positions ascend, which makes the gather walk memory
+  // forwards instead of jumping across it.
+  const size_t n = layout_.sparse_count();
+  const auto& spans = layout_.sparse();
+  Rng rng(derive_seed(seed_, step));
+  sample_index_.resize(samples);
+  sample_key_.resize(samples);
+  size_t span = 0, span_rank = 0;  // spans[span] holds sparse ranks [span_rank, span_rank + its size)
+  for (size_t s = 0; s < samples; ++s) {
+    const size_t lo = s * n / samples, hi = (s + 1) * n / samples;  // n < 2^32, samples < n: no overflow
+    const size_t rank = lo + rng.below(hi - lo);
+    while (rank >= span_rank + (spans[span].second - spans[span].first)) {
+      span_rank += spans[span].second - spans[span].first;
+      ++span;
+    }
+    sample_index_[s] = spans[span].first + (rank - span_rank);
+  }
+  const UpdateArgs a{.g = grad.data(),
+                     .u = u_.data(),
+                     .v = v_.data(),
+                     .momentum = config_.momentum,
+                     .scale = scale,
+                     .min_key = 1,
+                     .capacity = 0};
+  const bool m = config_.momentum_correction, acc = config_.accumulation;
+  if (m && acc)
+    sample_keys<true, true>(a, sample_index_, sample_key_);
+  else if (m)
+    sample_keys<true, false>(a, sample_index_, sample_key_);
+  else if (acc)
+    sample_keys<false, true>(a, sample_index_, sample_key_);
+  else
+    sample_keys<false, false>(a, sample_index_, sample_key_);
+}
+
+void DgcCodec::select_exact(size_t k) {
+  const MagnitudeCut cut = exact_magnitude_cut(v_, layout_.sparse(), k, true);
+  selected_.clear();
+  if (cut.selected == 0) {
+    // Nothing nonzero: still send one element, so that no selection is empty.
+    selected_.push_back(static_cast<uint32_t>(layout_.sparse().front().first));
+    return;
+  }
+  append_cut_indices(v_, layout_.sparse(), cut, selected_);
+}
+
+void DgcCodec::select(std::span<const float> grad, float scale, const StepInfo& step, size_t k) {
+  const size_t n = layout_.sparse_count();
+  if (k >= n) {  // density 100%: everything goes
+    update(grad, scale, 0, 0);
+    selected_.clear();
+    for (const auto& [begin, end] : layout_.sparse())
+      for (size_t i = begin; i < end; ++i) selected_.push_back(static_cast<uint32_t>(i));
+    return;
+  }
+  const size_t samples = std::max<size_t>(
+      config_.min_samples, static_cast<size_t>(std::ceil(config_.sample_fraction * static_cast<double>(n))));
+  if (samples >= n) {  // the sample would be everything: select exactly
+    update(grad, scale, 0, 0);
+    select_exact(k);
+    return;
+  }
+
+  // The sample's keys as they will be once v is updated, so that the
+  // threshold is known before the one pass over the data.
+  draw_sample(grad, scale, step.step, samples);
+  // The sample's j-th largest, for j / samples = k / n.
+  size_t j = std::clamp<size_t>(
+      static_cast<size_t>(
+          std::llround(static_cast<double>(k) * static_cast<double>(samples) / static_cast<double>(n))),
+      1, samples);
+  auto sample_at = [&](size_t rank) {
+    std::nth_element(sample_key_.begin(), sample_key_.begin() + static_cast<std::ptrdiff_t>(rank - 1),
+                     sample_key_.end(), std::greater<>());
+    return sample_key_[rank - 1];
+  };
+  uint32_t threshold = std::max(sample_at(j), 1u);  // zeros are never candidates
+
+  // Room for more than 1.3 k, so that a moderate overshoot needs no second pass.
+  const size_t capacity = 2 * k + 16;
+  candidates_.reserve(capacity);
+  size_t count = update(grad, scale, threshold, capacity);
+  for (int rescan = 0;; ++rescan) {
+    if (10 * count > 13 * k) {  // too many: the k largest of them
+      ++stats_.refinements;
+      if (count <= capacity)
+        select_largest(v_, candidates_, k, keys_, selected_);
+      else
+        select_exact(k);  // they were not all kept: the same k, found from v
+      return;
+    }
+    if (5 * count >= 4 * k) {  // within [0.8 k, 1.3 k]
+      if (count > k)
+        select_largest(v_, candidates_, k, keys_, selected_);
+      else
+        selected_.swap(candidates_);
+      return;
+    }
+    if (rescan == kMaxRescans) break;
+    // Too few: a deeper quantile of the same sample, aiming a little above k.
+    ++stats_.refinements;
+    const double wanted = 1.15 * static_cast<double>(j) * static_cast<double>(k) /
+                          static_cast<double>(std::max<size_t>(count, 1));
+    j = std::clamp<size_t>(static_cast<size_t>(std::ceil(wanted)), j + 1, samples);
+    uint32_t lower = sample_at(j);
+    if (lower >= threshold) {
+      // Ties at the threshold: the largest sampled key below it.
+      bool found = false;
+      lower = 0;
+      for (const uint32_t key : sample_key_) {
+        if (key < threshold && key >= lower) {
+          lower = key;
+          found = true;
+        }
+      }
+      if (!found) break;
+    }
+    lower = std::max(lower, 1u);
+    if (lower >= threshold) break;
+    threshold = lower;
+    candidates_.clear();
+    count = collect_at_least(v_, layout_.sparse(), threshold, capacity, candidates_);
+  }
+  ++stats_.refinements;
+  select_exact(k);
+}
+
+Encoded DgcCodec::encode(std::span<const float> grad, const StepInfo& step) {
+  if (grad.size() != layout_.count())
+    throw Error(
+        fmt::format("dgc: a gradient of {} elements for a range of {}", grad.size(), layout_.count()));
+  const size_t k = pairs(step);
+  const float scale = clip_scale(grad, step.workers);
+  Encoded e;
+  SparseMessageWriter writer(e, layout_, k);
+  encode_dense(grad, scale, writer);
+  selected_.clear();
+  if (k > 0) select(grad, scale, step, k);
+  const bool mask = config_.momentum_masking && config_.momentum_correction;
+  for (size_t slot = 0; slot < selected_.size(); ++slot) {
+    const uint32_t i = selected_[slot];
+    writer.set_pair(slot, i, v_[i]);
+    v_[i] = 0.0f;
+    if (mask) u_[i] = 0.0f;
+  }
+  stats_.dense_bytes += sizeof(float) * grad.size();
+  stats_.encoded_bytes += e.bytes.size();
+  stats_.selected += selected_.size() + layout_.dense_count();
+  return e;
+}
+
+void DgcCodec::decode_add(const Encoded& e, std::span<float> out) const {
+  sparse_decode_add(e, layout_, out, "dgc");
+}
+
+}  // namespace ptrain

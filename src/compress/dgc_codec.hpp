@@ -1,0 +1,100 @@
+#pragma once
+// Deep Gradient Compression (Lin et al., ICLR 2018), every part switchable
+// through DgcConfig:
+//
+//   (a) sparsification to a target density, with a threshold estimated from a
+//       random sample of the elements (stratified: one element drawn from
+//       each of `samples` equal slices; deterministic from the seed and step);
+//   (b) local accumulation of everything not sent;
+//   (c) momentum correction: u <- m u + g; v <- v + u; send sparse(v) (the
+//       optimizer then runs plain SGD on the aggregate: applies_momentum());
+//       without it v <- v + g;
+//   (d) local gradient clipping by L2 norm before accumulating, to
+//       clip_norm * N^(-1/2) for N workers;
+//   (e) momentum factor masking: u and v are zeroed where sent (without it
+//       only v is);
+//   (f) warm-up: the density falls exponentially over the first epochs;
+//   (g) 1-D tensors (CodecRange::one_dim) sent dense, outside the selection.
+//
+// Messages use the sparse wire format (sparse_format.hpp) with a fixed number
+// of pairs per step: k = max(1, round(density * n)) for the n elements outside
+// the dense spans, where density = dgc_density(config, step.epoch). Dense
+// spans carry u (with momentum correction) or the clipped gradient: plain
+// momentum SGD there, without masking or accumulation (nothing stays behind).
+//
+// The selection, once per step: the sample's j-th largest magnitude, j =
+// round(k * samples / n), is the threshold; one pass updates u and v and
+// counts and collects the elements at or above it. A count in [0.8 k, 1.3 k]
+// is kept (above k: the k largest of them; below: padded). Too many: the k
+// largest of them. Too few: the threshold is lowered to a deeper quantile of
+// the same sample and v is scanned again, at most 3 times, then an exact
+// selection. Each of those counts as a refinement in stats().refinements.
+// Zeros are never selected, except one element when nothing else is nonzero.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compress/codec.hpp"
+#include "compress/sparse_format.hpp"
+
+namespace ptrain {
+
+// (f) The density at `epoch` (epochs done, fractional): over the first W =
+// config.warmup_epochs epochs, W/4 each at 25%, 6.25%, 1.5625% and 0.390625%
+// (4^-1 .. 4^-4: the paper's 75%, 93.75%, 98.4375% and 99.6% sparsity), but
+// never below config.density; from epoch W on, config.density.
+double dgc_density(const DgcConfig& config, double epoch);
+
+class DgcCodec : public Codec {
+ public:
+  DgcCodec(const CodecConfig& config, const CodecRange& range, uint64_t seed);
+
+  std::string name() const override { return "dgc"; }
+  Encoded encode(std::span<const float> grad, const StepInfo& step) override;
+  void decode_add(const Encoded& e, std::span<float> out) const override;
+  bool applies_momentum() const override { return config_.momentum_correction; }
+  // (f) While the warm-up's density is above the target.
+  bool warming_up(const StepInfo& step) const override {
+    return dgc_density(config_, step.epoch) > config_.density;
+  }
+
+  // Pairs in every worker's message for `step`, and the message's size.
+  size_t pairs(const StepInfo& step) const;
+  size_t message_bytes(const StepInfo& step) const { return layout_.message_bytes(pairs(step)); }
+
+  // The state between steps: u (empty without momentum correction) and v,
+  // what has been accumulated and not sent.
+  std::span<const float> momentum() const { return u_; }
+  std::span<const float> velocity() const { return v_; }
+  // Pairs of the last message that carry a selected element (the rest pad).
+  size_t last_selected() const { return selected_.size(); }
+  const SparseLayout& layout() const { return layout_; }
+
+ private:
+  float clip_scale(std::span<const float> grad, int workers) const;
+  void encode_dense(std::span<const float> grad, float scale, SparseMessageWriter& writer);
+  // Updates u and v over the sparse spans and leaves the indices to send in selected_.
+  void select(std::span<const float> grad, float scale, const StepInfo& step, size_t k);
+  // u and v updated over the sparse spans; with min_key > 0 also counts the
+  // elements whose new |v| key is at least min_key and collects up to
+  // `capacity` of their indices in candidates_.
+  size_t update(std::span<const float> grad, float scale, uint32_t min_key, size_t capacity);
+  // Draws the step's sample (deterministic from the seed and step) into
+  // sample_index_, and the keys of its elements' new v into sample_key_.
+  void draw_sample(std::span<const float> grad, float scale, uint64_t step, size_t samples);
+  void select_exact(size_t k);
+
+  DgcConfig config_;
+  SparseLayout layout_;
+  uint64_t seed_;
+  std::vector<float> u_, v_;
+  // Scratch, reused every step.
+  std::vector<size_t> sample_index_;
+  std::vector<uint32_t> sample_key_;
+  std::vector<uint32_t> candidates_;
+  std::vector<uint32_t> selected_;
+  std::vector<uint32_t> keys_;
+};
+
+}  // namespace ptrain

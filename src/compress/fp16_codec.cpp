@@ -1,0 +1,52 @@
+#include "compress/fp16_codec.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/half.hpp"
+
+namespace ptrain {
+
+namespace {
+
+// Halves go through a small buffer of uint16_t on their way to and from the
+// byte vector, so no byte is read through a pointer of another type.
+constexpr size_t kBlock = 2048;
+
+}  // namespace
+
+Fp16Codec::Fp16Codec(const CodecConfig&, const CodecRange& range, uint64_t) : count_(range.count) {}
+
+Encoded Fp16Codec::encode(std::span<const float> grad, const StepInfo&) {
+  if (grad.size() != count_)
+    throw Error(fmt::format("fp16 codec: encode got {} floats for a range of {}", grad.size(), count_));
+  Encoded e;
+  e.count = grad.size();
+  e.bytes.resize(encoded_size(grad.size()));
+  uint16_t halves[kBlock];
+  for (size_t b = 0; b < grad.size(); b += kBlock) {
+    const size_t m = std::min(kBlock, grad.size() - b);
+    stats_.saturated += floats_to_halves_saturating(grad.subspan(b, m), {halves, m});
+    std::memcpy(e.bytes.data() + b * sizeof(uint16_t), halves, m * sizeof(uint16_t));
+  }
+  stats_.dense_bytes += grad.size_bytes();
+  stats_.encoded_bytes += e.bytes.size();
+  return e;
+}
+
+void Fp16Codec::decode_add(const Encoded& e, std::span<float> out) const {
+  if (e.count != out.size() || e.bytes.size() != encoded_size(e.count))
+    throw Error(fmt::format("fp16 codec: cannot decode {} bytes announced as {} floats into {} floats",
+                            e.bytes.size(), e.count, out.size()));
+  uint16_t halves[kBlock];
+  for (size_t b = 0; b < e.count; b += kBlock) {
+    const size_t m = std::min(kBlock, e.count - b);
+    std::memcpy(halves, e.bytes.data() + b * sizeof(uint16_t), m * sizeof(uint16_t));
+    add_halves_to_floats({halves, m}, out.subspan(b, m));
+  }
+}
+
+}  // namespace ptrain

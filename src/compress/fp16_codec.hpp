@@ -1,0 +1,31 @@
+#pragma once
+// fp16 compression: every float sent as an IEEE half (core/half.hpp), rounded
+// to nearest even, half the bytes of fp32.
+//
+// Wire form: `count` halves, 2 bytes each, in memory order (little-endian on
+// the hosts we run on). Because it is an array of halves the communicator can
+// sum it as it is (Communicator::allreduce_half): summable_as_half() is true.
+//
+// A finite value beyond the half range (one whose nearest half is inf) is sent
+// as +-65504 and counted in stats().saturated; inf and NaN go as they are.
+#include "compress/codec.hpp"
+
+namespace ptrain {
+
+class Fp16Codec : public Codec {
+ public:
+  Fp16Codec(const CodecConfig& config, const CodecRange& range, uint64_t seed);
+
+  std::string name() const override { return "fp16"; }
+  Encoded encode(std::span<const float> grad, const StepInfo& step) override;
+  void decode_add(const Encoded& e, std::span<float> out) const override;
+  bool summable_as_half() const override { return true; }
+
+  // The wire form's size for `count` floats.
+  static size_t encoded_size(size_t count) { return count * sizeof(uint16_t); }
+
+ private:
+  size_t count_;
+};
+
+}  // namespace ptrain

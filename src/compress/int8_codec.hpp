@@ -1,0 +1,49 @@
+#pragma once
+// int8 compression: the gradient in chunks of `config.int8_chunk` elements,
+// each chunk sent as one fp32 scale and one int8 per element.
+//
+// scale = max|x| / 127 over the chunk (0 for a chunk of zeros); each value goes
+// as q = x / scale rounded to an integer and clamped to [-127, 127], and decodes
+// to q * scale. Rounding is to nearest (|x - q scale| <= scale / 2), or with
+// config.int8_stochastic, stochastic: up with probability frac(x / scale), so
+// that the decoded value is x on average (|x - q scale| < scale). The random
+// numbers come from the codec's seed, so a run repeats bit for bit.
+//
+// Wire form for `count` floats, c = ceil(count / chunk) chunks (the last one
+// may be shorter):
+//   bytes [0, 4c)             c fp32 scales, chunk by chunk, in memory order
+//                             (little-endian on the hosts we run on)
+//   bytes [4c, 4c + count)    one int8 q per float, in order;
+//                             float i decodes to q[i] * scale[i / chunk]
+// The decoder needs the same chunk size: codecs of the same configuration
+// decode each other's output.
+//
+// A chunk holding an inf or a NaN goes as scale NaN (and q = 0): it decodes to
+// NaN throughout, so a diverged gradient stays visible instead of becoming a
+// wrong finite one. Where max|x| / 127 would round to a scale that cannot
+// represent max|x| within the bound (tiny subnormals), the scale is the next
+// float up.
+#include "compress/codec.hpp"
+#include "core/rng.hpp"
+
+namespace ptrain {
+
+class Int8Codec : public Codec {
+ public:
+  Int8Codec(const CodecConfig& config, const CodecRange& range, uint64_t seed);
+
+  std::string name() const override { return "int8"; }
+  Encoded encode(std::span<const float> grad, const StepInfo& step) override;
+  void decode_add(const Encoded& e, std::span<float> out) const override;
+
+  // The wire form's size for `count` floats in chunks of `chunk`.
+  static size_t encoded_size(size_t count, size_t chunk);
+
+ private:
+  size_t count_;
+  size_t chunk_;
+  bool stochastic_;
+  Rng rng_;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,39 @@
+#pragma once
+// Top-k sparsification: each step sends the k = max(1, round(ratio * count))
+// largest magnitudes, exactly, as (index, value) pairs (sparse_format.hpp).
+// With error feedback the codec keeps what it did not send in a residual and
+// adds it to the next gradient: residual += grad; send top-k(residual); the
+// sent elements leave the residual, so sent + residual = accumulated, exactly.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compress/codec.hpp"
+#include "compress/sparse_format.hpp"
+
+namespace ptrain {
+
+class TopkCodec : public Codec {
+ public:
+  TopkCodec(const CodecConfig& config, const CodecRange& range, uint64_t seed);
+
+  std::string name() const override { return "topk"; }
+  Encoded encode(std::span<const float> grad, const StepInfo& step) override;
+  void decode_add(const Encoded& e, std::span<float> out) const override;
+
+  // Pairs in every message (the same on every worker and step).
+  size_t k() const { return k_; }
+  size_t message_bytes() const { return layout_.message_bytes(k_); }
+  // What has not been sent yet (empty without error feedback).
+  std::span<const float> residual() const { return residual_; }
+
+ private:
+  SparseLayout layout_;
+  size_t k_;
+  bool error_feedback_;
+  std::vector<float> residual_;
+  std::vector<uint32_t> selected_;  // reused every step
+};
+
+}  // namespace ptrain
