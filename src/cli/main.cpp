@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/bench_allreduce_command.hpp"
+#include "cli/bench_compress_command.hpp"
 #include "cli/train_command.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   ptrain::BenchAllreduceOptions bench_allreduce_options;
   auto* bench_allreduce = ptrain::add_bench_allreduce_command(*bench, bench_allreduce_options);
+  ptrain::BenchCompressOptions bench_compress_options;
+  auto* bench_compress = ptrain::add_bench_compress_command(*bench, bench_compress_options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -34,6 +37,7 @@ int main(int argc, char** argv) {
   try {
     if (train->parsed()) return ptrain::run_train_command(train_options);
     if (bench_allreduce->parsed()) return ptrain::run_bench_allreduce_command(bench_allreduce_options);
+    if (bench_compress->parsed()) return ptrain::run_bench_compress_command(bench_compress_options);
   } catch (const ptrain::Error& e) {
     fmt::print(stderr, "ptrain: error: {}\n", e.what());
     if (mpi) ptrain::MpiRuntime::abort_job(1);

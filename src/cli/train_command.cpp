@@ -71,6 +71,14 @@ void check_options(TrainOptions& o) {
     throw Error("--bucket-size '" + o.bucket_size +
                 "': expected a positive size such as 25MiB, 512KiB or 4096");
   o.train.strategy.bucket_bytes = *bucket_bytes;
+  if (o.int8_rounding != "nearest" && o.int8_rounding != "stochastic")
+    throw Error("--int8-rounding: unknown rounding '" + o.int8_rounding + "' (choose nearest or stochastic)");
+  o.train.strategy.codec.int8_stochastic = o.int8_rounding == "stochastic";
+  o.train.strategy.codec.seed = o.train.seed;
+  validate_codec_config(o.train.strategy.codec);
+  if (o.train.strategy.codec.name != "none" && o.train.strategy.name != "hybrid")
+    throw Error("--compress " + o.train.strategy.codec.name +
+                ": only the hybrid strategy compresses gradients");
   OptimizerConfig opt;
   opt.kind = parse_optimizer_kind(o.optimizer);
   opt.lr = o.lr;
@@ -83,6 +91,26 @@ void check_options(TrainOptions& o) {
   if (!o.report_path.empty()) check_writable(o.report_path);
 }
 
+nlohmann::json codec_json(const StrategyConfig& s) {
+  const CodecConfig& c = s.codec;
+  nlohmann::json j = {{"codec", c.name}};
+  if (c.name == "int8") j.update({{"chunk", c.int8_chunk}, {"stochastic", c.int8_stochastic}});
+  if (c.name == "topk") j.update({{"ratio", c.topk_ratio}, {"error_feedback", c.topk_error_feedback}});
+  if (c.name == "dgc")
+    j.update({{"density", c.dgc.density},
+              {"sample_fraction", c.dgc.sample_fraction},
+              {"min_samples", c.dgc.min_samples},
+              {"momentum_correction", c.dgc.momentum_correction},
+              {"momentum", c.dgc.momentum},
+              {"clip_norm", c.dgc.clip_norm},
+              {"momentum_masking", c.dgc.momentum_masking},
+              {"warmup_epochs", c.dgc.warmup_epochs},
+              {"dense_one_dim", c.dgc.dense_one_dim},
+              {"accumulation", c.dgc.accumulation},
+              {"optimizer_applied", to_string(s.optimizer.kind)}});
+  return j;
+}
+
 nlohmann::json config_json(const TrainOptions& o, const Dataset& train_set, const Dataset& test_set,
                            size_t num_params, const BlasInfo& blas, const std::string& backend) {
   return {{"model", o.model.name},
@@ -93,6 +121,7 @@ nlohmann::json config_json(const TrainOptions& o, const Dataset& train_set, cons
           {"allreduce", o.allreduce},
           {"bucket_bytes", o.train.strategy.bucket_bytes},
           {"overlap", o.train.strategy.overlap},
+          {"compress", codec_json(effective_strategy_config(o.train.strategy))},
           {"workers", o.train.workers},
           {"batch_per_worker", o.train.batch},
           {"epochs", o.train.epochs},
@@ -140,6 +169,29 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
       "Gradients are all-reduced in buckets of this size (e.g. 25MiB, 512KiB), last layers first");
   cmd->add_flag("--overlap,!--no-overlap", o.train.strategy.overlap,
                 "Start each bucket's all-reduce while backward still runs (LibTorch models)");
+  auto& codec = o.train.strategy.codec;
+  cmd->add_option("--compress", codec.name, "Gradient compression: none, fp16, int8, topk or dgc");
+  cmd->add_option("--int8-chunk", codec.int8_chunk, "int8: elements sharing one scale");
+  cmd->add_option("--int8-rounding", o.int8_rounding, "int8: nearest or stochastic");
+  cmd->add_option("--topk-ratio", codec.topk_ratio, "topk: fraction of the elements sent");
+  cmd->add_flag("--error-feedback,!--no-error-feedback", codec.topk_error_feedback,
+                "topk: keep what is not sent in a residual for later steps");
+  cmd->add_option("--dgc-density", codec.dgc.density, "dgc: fraction of the elements sent after warm-up");
+  cmd->add_option("--dgc-sample", codec.dgc.sample_fraction,
+                  "dgc: fraction of the elements sampled to estimate the threshold");
+  cmd->add_option("--dgc-min-samples", codec.dgc.min_samples, "dgc: ... but at least this many");
+  cmd->add_option("--dgc-warmup", codec.dgc.warmup_epochs,
+                  "dgc: warm-up epochs (density 25%, 6.25%, 1.5625%, 0.4%, then --dgc-density)");
+  cmd->add_option("--dgc-clip", codec.dgc.clip_norm,
+                  "dgc: local gradient clipping by norm, threshold x N^-1/2 (0: off)");
+  cmd->add_flag("--dgc-momentum-correction,!--no-dgc-momentum-correction", codec.dgc.momentum_correction,
+                "dgc: accumulate the velocity, not the gradient (with --optimizer momentum)");
+  cmd->add_flag("--dgc-masking,!--no-dgc-masking", codec.dgc.momentum_masking,
+                "dgc: momentum factor masking (zero u and v where sent)");
+  cmd->add_flag("--dgc-accumulation,!--no-dgc-accumulation", codec.dgc.accumulation,
+                "dgc: accumulate locally what is not sent");
+  cmd->add_flag("--dgc-dense-biases,!--dgc-sparse-biases", codec.dgc.dense_one_dim,
+                "dgc: send 1-D tensors (biases) dense");
   cmd->add_option("--optimizer", o.optimizer, "sgd, momentum, nesterov or adam");
   cmd->add_option("--lr", o.lr, "Learning rate");
   cmd->add_option("--momentum", o.momentum, "Momentum (momentum and nesterov)");
@@ -236,6 +288,16 @@ int run_train_command(TrainOptions& o) {
   fmt::print("  throughput   {:.0f} samples/s ({:.1f} s training, {:.1f} s wall)\n", result.samples_per_s,
              result.train_seconds, result.wall_seconds);
   fmt::print("  comm         {} sent by the busiest worker\n", mib(sent));
+  if (o.train.strategy.codec.name != "none") {
+    CodecStats codec;
+    for (const auto& c : result.codec) codec += c;
+    fmt::print("  compression  {}: {:.1f}x (dense fp32 bytes / bytes on the wire)",
+               o.train.strategy.codec.name, codec.ratio());
+    if (codec.steady_ratio() != codec.ratio()) fmt::print(", {:.1f}x after warm-up", codec.steady_ratio());
+    if (o.train.strategy.codec.name == "fp16") fmt::print(", {} value(s) saturated", codec.saturated);
+    if (codec.refinements > 0) fmt::print(", {} threshold refinement(s)", codec.refinements);
+    fmt::print("\n");
+  }
   if (!o.report_path.empty()) {
     write_json_file(o.report_path, make_run_report(config_json(o, train_set, test_set, num_params, blas,
                                                                mpi ? "mpi" : "local"),

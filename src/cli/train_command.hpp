@@ -14,6 +14,7 @@ struct TrainOptions {
   std::string optimizer = "adam";
   std::string allreduce = "native";
   std::string bucket_size = "25MiB";  // parsed into train.strategy.bucket_bytes
+  std::string int8_rounding = "nearest";  // or stochastic
   float lr = 1e-3f;
   float momentum = 0.9f;
   float weight_decay = 0.0f;

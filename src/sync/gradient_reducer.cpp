@@ -2,12 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/error.hpp"
 
 namespace ptrain {
 
 GradientReducer::GradientReducer(Communicator& comm, AllreduceAlgorithm algorithm, std::span<float> grads,
-                                 const FlatLayout& layout, size_t bucket_bytes, bool overlap)
+                                 const FlatLayout& layout, size_t bucket_bytes, bool overlap,
+                                 const CodecConfig& codec)
     : comm_(comm),
       algorithm_(algorithm),
       grads_(grads),
@@ -24,6 +28,16 @@ GradientReducer::GradientReducer(Communicator& comm, AllreduceAlgorithm algorith
     for (size_t s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s) bucket_of_segment_[s] = b;
     segments_in_bucket_[b] = buckets_[b].last_segment - buckets_[b].first_segment + 1;
   }
+  if (codec.name != "none")
+    for (const auto& bucket : buckets_) {
+      CodecRange range{bucket.count, {}};
+      for (size_t s = bucket.first_segment; s <= bucket.last_segment; ++s) {
+        const FlatSegment& seg = layout.segments()[s];
+        if (seg.shape.size() == 1 && seg.numel > 0)
+          range.one_dim.emplace_back(seg.offset - bucket.offset, seg.offset - bucket.offset + seg.numel);
+      }
+      codecs_.push_back(make_codec(codec, range, comm.rank()));
+    }
   if (overlap_ && !buckets_.empty()) thread_ = std::thread([this] { run_communication(); });
 }
 
@@ -37,8 +51,9 @@ GradientReducer::~GradientReducer() {
   if (thread_.joinable()) thread_.join();
 }
 
-void GradientReducer::begin_step() {
+void GradientReducer::begin_step(const StepInfo& info) {
   std::lock_guard lock(mutex_);
+  step_info_ = info;
   missing_ = segments_in_bucket_;
   segment_final_.assign(segment_final_.size(), false);
   reduced_ = 0;
@@ -69,9 +84,38 @@ void GradientReducer::finish_step() {
   if (error_) std::rethrow_exception(error_);
 }
 
+CodecStats GradientReducer::codec_stats() const {
+  CodecStats total;
+  for (const auto& codec : codecs_) total += codec->stats();
+  total += steady_;
+  return total;
+}
+
 void GradientReducer::reduce(size_t bucket) {
   auto data = grads_.subspan(buckets_[bucket].offset, buckets_[bucket].count);
-  comm_.allreduce(data, algorithm_);
+  if (codecs_.empty()) {
+    comm_.allreduce(data, algorithm_);
+  } else {
+    Codec& codec = *codecs_[bucket];
+    Encoded mine = codec.encode(data, step_info_);
+    if (!codec.warming_up(step_info_)) {
+      steady_.steady_dense_bytes += data.size_bytes();
+      steady_.steady_encoded_bytes += mine.bytes.size();
+    }
+    if (codec.summable_as_half()) {
+      // Through a buffer of halves: the wire bytes are not uint16_t objects.
+      std::vector<uint16_t> halves(mine.bytes.size() / sizeof(uint16_t));
+      std::memcpy(halves.data(), mine.bytes.data(), halves.size() * sizeof(uint16_t));
+      comm_.allreduce_half(halves, algorithm_);
+      std::memcpy(mine.bytes.data(), halves.data(), halves.size() * sizeof(uint16_t));
+      std::fill(data.begin(), data.end(), 0.0f);
+      codec.decode_add(mine, data);
+    } else {
+      auto parts = comm_.allgatherv(mine.bytes);
+      std::fill(data.begin(), data.end(), 0.0f);
+      for (auto& part : parts) codec.decode_add(Encoded{data.size(), std::move(part)}, data);
+    }
+  }
   const float inv_workers = 1.0f / static_cast<float>(comm_.size());
   for (float& g : data) g *= inv_workers;
 }

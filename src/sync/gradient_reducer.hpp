@@ -6,6 +6,11 @@
 // buckets are all-reduced one after another once backward has returned.
 // Either way the buckets go in the same order on every worker, and the result
 // is the same bits.
+//
+// With a codec (compress/), each bucket is encoded by this worker's codec for
+// it; a codec whose wire form is IEEE halves (fp16) is all-reduced in that
+// form, any other's is all-gathered, and every worker decodes every worker's
+// part into the bucket, in rank order.
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -14,6 +19,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "compress/codec.hpp"
 #include "sync/gradient_buckets.hpp"
 
 namespace ptrain {
@@ -22,13 +28,14 @@ class GradientReducer {
  public:
   // `grads` is the flat gradient buffer the buckets cut up; it must outlive the reducer.
   GradientReducer(Communicator& comm, AllreduceAlgorithm algorithm, std::span<float> grads,
-                  const FlatLayout& layout, size_t bucket_bytes, bool overlap);
+                  const FlatLayout& layout, size_t bucket_bytes, bool overlap,
+                  const CodecConfig& codec = CodecConfig{});
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
   // Before the step's backward: no gradient is final yet.
-  void begin_step();
+  void begin_step(const StepInfo& info = StepInfo{});
   // From the backward pass: the gradient of layout segment `segment` is final.
   void segment_ready(size_t segment);
   // After backward: marks what is left as final (tensors backward did not
@@ -37,9 +44,11 @@ class GradientReducer {
   void finish_step();
 
   size_t bucket_count() const { return buckets_.size(); }
+  // The codecs' counters, summed over the buckets (call between steps).
+  CodecStats codec_stats() const;
 
  private:
-  void reduce(size_t bucket);  // all-reduce, then divide by the worker count
+  void reduce(size_t bucket);  // all-reduce (or encode, exchange, decode), then divide by the worker count
   void run_communication();    // the communication thread's loop
 
   Communicator& comm_;
@@ -50,6 +59,9 @@ class GradientReducer {
   std::vector<size_t> bucket_of_segment_;
   std::vector<size_t> segments_in_bucket_;
   const bool overlap_;
+  std::vector<std::unique_ptr<Codec>> codecs_;  // per bucket; empty without compression
+  StepInfo step_info_;                          // this step's, for the codecs
+  CodecStats steady_;                           // the steady_* byte counts, kept here for every codec
 
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -12,7 +12,7 @@ HybridAllreduce::HybridAllreduce(Model& model, Communicator& comm, const Strateg
                                              [this](size_t segment) { reducer_->segment_ready(segment); });
   try {
     reducer_ = std::make_unique<GradientReducer>(comm_, config.allreduce, model_.grads(), model_.layout(),
-                                                 config.bucket_bytes, overlap);
+                                                 config.bucket_bytes, overlap, config.codec);
   } catch (...) {
     model_.set_gradient_ready_hook({});  // the model outlives this half-built strategy
     throw;
@@ -27,8 +27,8 @@ void HybridAllreduce::start() {
   comm_.broadcast(std::as_writable_bytes(params), 0);
 }
 
-float HybridAllreduce::step(const Batch& batch) {
-  reducer_->begin_step();
+float HybridAllreduce::step(const Batch& batch, const StepInfo& info) {
+  reducer_->begin_step(info);
   const float loss = model_.forward_backward(batch);
   reducer_->finish_step();  // the mean gradient, in grads()
   optimizer_->step(model_.params(), model_.grads());

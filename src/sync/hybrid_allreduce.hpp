@@ -13,7 +13,8 @@ class HybridAllreduce : public WorkerStrategy {
   HybridAllreduce(Model& model, Communicator& comm, const StrategyConfig& config);
   ~HybridAllreduce() override;
   void start() override;
-  float step(const Batch& batch) override;
+  float step(const Batch& batch, const StepInfo& info) override;
+  CodecStats codec_stats() const override { return reducer_->codec_stats(); }
 
  private:
   Model& model_;

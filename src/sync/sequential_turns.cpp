@@ -38,7 +38,7 @@ void SequentialTurns::start() {
   comm_.barrier();  // nobody takes a turn before the central weights are set
 }
 
-float SequentialTurns::step(const Batch& batch) {
+float SequentialTurns::step(const Batch& batch, const StepInfo& /*info*/) {
   const uint64_t my_turn =
       local_step_++ * static_cast<uint64_t>(group_.workers_) + static_cast<uint64_t>(comm_.rank());
   std::unique_lock lock(group_.mutex_);

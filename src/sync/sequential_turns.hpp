@@ -35,7 +35,7 @@ class SequentialTurns : public WorkerStrategy {
  public:
   SequentialTurns(SequentialGroup& group, Model& model, Communicator& comm);
   void start() override;
-  float step(const Batch& batch) override;
+  float step(const Batch& batch, const StepInfo& info) override;
   void sync_for_evaluation() override;
 
  private:

@@ -11,9 +11,25 @@ const std::vector<std::string>& strategy_names() {
   return names;
 }
 
+StrategyConfig effective_strategy_config(StrategyConfig config) {
+  DgcConfig& dgc = config.codec.dgc;
+  if (config.codec.name != "dgc" || !dgc.momentum_correction) return config;
+  if (config.optimizer.kind != OptimizerKind::Momentum) {
+    dgc.momentum_correction = false;
+    return config;
+  }
+  dgc.momentum = config.optimizer.momentum;
+  config.optimizer.kind = OptimizerKind::Sgd;
+  return config;
+}
+
 std::unique_ptr<StrategyGroup> make_strategy_group(const StrategyConfig& config, size_t num_params,
                                                    int workers) {
-  if (config.name == "hybrid") return std::make_unique<HybridGroup>(config);
+  validate_codec_config(config.codec);
+  if (config.name == "hybrid") return std::make_unique<HybridGroup>(effective_strategy_config(config));
+  if (config.codec.name != "none")
+    throw Error("--compress " + config.codec.name + ": the " + config.name +
+                " strategy does not compress gradients (use --strategy hybrid)");
   if (config.name == "sequential") return std::make_unique<SequentialGroup>(config, num_params, workers);
   throw Error("--strategy: unknown strategy '" + config.name + "' (choose hybrid or sequential)");
 }

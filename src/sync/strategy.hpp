@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "compress/codec.hpp"
 #include "core/model.hpp"
 #include "optim/optimizer.hpp"
 
@@ -20,9 +21,11 @@ class WorkerStrategy {
   // Called once by every worker before its first step (e.g. to agree on initial weights).
   virtual void start() {}
   // One training step on this worker's batch; returns the loss of that batch.
-  virtual float step(const Batch& batch) = 0;
+  virtual float step(const Batch& batch, const StepInfo& info) = 0;
   // Makes the worker's model hold the parameters to evaluate and report.
   virtual void sync_for_evaluation() {}
+  // What this worker's gradient codecs did so far (all zero without compression).
+  virtual CodecStats codec_stats() const { return {}; }
 };
 
 struct StrategyConfig {
@@ -31,9 +34,16 @@ struct StrategyConfig {
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::Native;  // hybrid's gradient all-reduce
   size_t bucket_bytes = size_t{25} << 20;                     // gradient buckets, as PyTorch DDP's default
   bool overlap = true;                                        // all-reduce buckets while backward still runs
+  CodecConfig codec;                                          // gradient compression (hybrid)
   // How long a worker waits on the others (a collective, a turn) before failing.
   std::chrono::milliseconds timeout{60000};
 };
+
+// The configuration a run really uses. DGC's momentum correction takes the
+// momentum over from a momentum optimizer (the codec accumulates the velocity,
+// the optimizer becomes plain SGD with the same learning rate and weight
+// decay); with any other optimizer the correction is off.
+StrategyConfig effective_strategy_config(StrategyConfig config);
 
 // The names --strategy accepts now.
 const std::vector<std::string>& strategy_names();

@@ -40,11 +40,26 @@ nlohmann::json make_run_report(const nlohmann::json& config, const RunResult& r)
   auto& curve = report["loss_curve"] = nlohmann::json::array();
   for (const auto& p : r.loss_curve) curve.push_back({{"step", p.step}, {"loss", p.loss}});
   auto& comm = report["comm"] = nlohmann::json::array();
-  for (size_t w = 0; w < r.comm.size(); ++w)
+  CodecStats codec_total;
+  for (size_t w = 0; w < r.comm.size(); ++w) {
+    const CodecStats codec = w < r.codec.size() ? r.codec[w] : CodecStats{};
+    codec_total += codec;
     comm.push_back({{"worker", w},
                     {"bytes_sent", r.comm[w].bytes_sent},
                     {"bytes_received", r.comm[w].bytes_received},
-                    {"collectives", r.comm[w].collectives}});
+                    {"bytes_sent_per_step", r.steps > 0 ? r.comm[w].bytes_sent / r.steps : 0},
+                    {"collectives", r.comm[w].collectives},
+                    {"codec_dense_bytes", codec.dense_bytes},
+                    {"codec_encoded_bytes", codec.encoded_bytes},
+                    {"codec_saturated", codec.saturated},
+                    {"codec_selected", codec.selected},
+                    {"codec_refinements", codec.refinements}});
+  }
+  report["compression"] = {
+      {"ratio", codec_total.ratio()},           {"steady_ratio", codec_total.steady_ratio()},
+      {"dense_bytes", codec_total.dense_bytes}, {"encoded_bytes", codec_total.encoded_bytes},
+      {"saturated", codec_total.saturated},     {"selected", codec_total.selected},
+      {"refinements", codec_total.refinements}};
   report["summary"] = {
       {"steps", r.steps},
       {"samples", r.samples},

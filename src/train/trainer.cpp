@@ -87,7 +87,8 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     double running = 0;
     for (size_t b = 0; b < epoch_steps; ++b, ++step) {
       batch.gather(train_set, sampler.batch(b));
-      const float loss = side->step(batch);
+      const StepInfo info{step, static_cast<double>(step) / static_cast<double>(shape.steps_per_epoch), workers};
+      const float loss = side->step(batch, info);
       if (!std::isfinite(loss))
         throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower --lr)", rank,
                                 loss, step + 1));
@@ -131,7 +132,14 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   // Every worker's byte counters, to worker 0.
   const CommStats mine = comm.stats();
   const auto all = comm.allgatherv(std::as_bytes(std::span<const CommStats>(&mine, 1)));
+  const CodecStats my_codec = side->codec_stats();
+  const auto all_codec = comm.allgatherv(std::as_bytes(std::span<const CodecStats>(&my_codec, 1)));
   if (rank != 0) return;
+  for (const auto& bytes : all_codec) {
+    CodecStats s;
+    std::memcpy(&s, bytes.data(), sizeof s);
+    result.codec.push_back(s);
+  }
   side->sync_for_evaluation();
   auto p = model.params();
   result.final_params.assign(p.begin(), p.end());

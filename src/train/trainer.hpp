@@ -46,6 +46,7 @@ struct RunResult {
   std::vector<LossPoint> loss_curve;  // every log_every steps
   std::vector<float> step_losses;     // every step, mean over workers (float sums, in rank order)
   std::vector<CommStats> comm;        // per worker
+  std::vector<CodecStats> codec;      // per worker (all zero without compression)
   std::vector<float> final_params;    // the model to evaluate (rank 0's after the last step)
   size_t steps = 0;
   size_t samples = 0;        // samples processed by all workers

@@ -53,6 +53,11 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--allreduce gossip", "--allreduce: unknown algorithm 'gossip'"},
       {"--bucket-size 0", "--bucket-size '0': expected a positive size"},
       {"--bucket-size 12XB", "--bucket-size '12XB'"},
+      {"--compress zip", "--compress: unknown codec 'zip'"},
+      {"--compress dgc --dgc-density 0", "--dgc-density must be in (0, 1]"},
+      {"--compress topk --topk-ratio 1.5", "--topk-ratio must be in (0, 1]"},
+      {"--compress int8 --int8-rounding up", "--int8-rounding: unknown rounding 'up'"},
+      {"--compress fp16 --strategy sequential", "only the hybrid strategy compresses"},
       {"--hidden 128,,64", "--hidden '128,,64'"},
       {"--momentum 1.5 --optimizer momentum", "--momentum"},
       {"--weight-decay -1", "--weight-decay"},
@@ -108,6 +113,27 @@ TEST(PtrainCli, TrainsAndWritesTheRunReport) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
 }
 
+TEST(PtrainCli, CompressionRatioIsPrintedAndReported) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  test::ScratchDir dir;
+  const std::string report = dir.file("dgc.json");
+  const Outcome o = run_ptrain(
+      "train --workers 2 --train-samples 4096 --epochs 2 --optimizer momentum --lr 0.05 --compress dgc "
+      "--dgc-warmup 1 --report " +
+      report);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("compression  dgc: "), std::string::npos) << o.out;
+  std::ifstream in(report);
+  const auto json = nlohmann::json::parse(in);
+  EXPECT_EQ(json["config"]["compress"]["codec"], "dgc");
+  EXPECT_EQ(json["config"]["compress"]["optimizer_applied"], "sgd");  // the codec applies the momentum
+  EXPECT_TRUE(json["config"]["compress"]["momentum_correction"].get<bool>());
+  // Warm-up sends 25% .. 0.4% in the first epoch, then 0.1%: overall far less than dense.
+  EXPECT_GT(json["compression"]["ratio"].get<double>(), 10.0);
+  EXPECT_GT(json["comm"][0]["codec_selected"].get<uint64_t>(), 0u);
+  EXPECT_GT(json["epochs"][1]["test_accuracy"].get<double>(), 0.6);
+}
+
 TEST(PtrainCli, CorruptDataIsAOneLineErrorNamingTheFile) {
   if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
   test::ScratchDir dir;
@@ -146,6 +172,18 @@ TEST(PtrainCli, BenchAllreduceChecksEveryAlgorithm) {
   const Outcome bad = run_ptrain("bench allreduce --sizes 4XB");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--sizes '4XB'"), std::string::npos) << bad.err;
+}
+
+TEST(PtrainCli, BenchCompressTimesEveryCodecBesideNthElement) {
+  test::ScratchDir dir;
+  const Outcome o = run_ptrain("bench compress --sizes 65536 --iters 2 --csv " + dir.file("compress.csv"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  for (const char* name : {"fp16", "int8", "topk", "dgc", "nth_element"})
+    EXPECT_NE(o.out.find(name), std::string::npos) << name << "\n" << o.out;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("compress.csv")));
+  const Outcome bad = run_ptrain("bench compress --codecs zip");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_EQ(lines(bad.err), 1u) << bad.err;
 }
 
 TEST(PtrainCli, WarnsWhenTheReferenceBlasIsLoaded) {

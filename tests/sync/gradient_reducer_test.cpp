@@ -166,6 +166,67 @@ TEST(GradientReducer, ACommunicationErrorReachesTheStepAndStopsNothingElse) {
   }  // and the destructor returns
 }
 
+// Codecs that lose nothing on small integers give the dense mean exactly: fp16
+// (all-reduced as halves), top-k with every element, DGC at density 100%
+// without momentum correction (all gathered and decoded in rank order).
+TEST(GradientReducer, LosslessCodecsGiveTheDenseMean) {
+  const auto layout = layout_of({5, 1, 17, 3, 40, 2});
+  std::vector<CodecConfig> codecs(3);
+  codecs[0].name = "fp16";
+  codecs[1].name = "topk";
+  codecs[1].topk_ratio = 1.0;
+  codecs[2].name = "dgc";
+  codecs[2].dgc.density = 1.0;
+  codecs[2].dgc.momentum_correction = false;
+  const int n = 3;
+  for (const auto& codec : codecs)
+    for (auto algorithm : {AllreduceAlgorithm::Native, AllreduceAlgorithm::Ring})
+      for (bool overlap : {true, false})
+        run_workers(n, [&](Communicator& comm) {
+          std::vector<float> grads(layout.total());
+          GradientReducer reducer(comm, algorithm, grads, layout, 64, overlap, codec);
+          for (size_t step = 0; step < 3; ++step) {
+            reducer.begin_step(StepInfo{step, 0.0, n});
+            backward(layout, grads, comm.rank(), step, reducer);
+            reducer.finish_step();
+            for (size_t i = 0; i < grads.size(); ++i) {
+              float sum = 0;
+              for (int r = 0; r < n; ++r) sum += gradient_value(r, step, i);
+              ASSERT_EQ(grads[i], sum * (1.0f / n))
+                  << codec.name << ", " << to_string(algorithm) << ", overlap " << overlap << ", step "
+                  << step << ", element " << i;
+            }
+          }
+          const CodecStats stats = reducer.codec_stats();
+          EXPECT_EQ(stats.dense_bytes, 3 * layout.total() * sizeof(float)) << codec.name;
+          EXPECT_GT(stats.encoded_bytes, 0u) << codec.name;
+          if (codec.name == "fp16") {
+            EXPECT_DOUBLE_EQ(stats.ratio(), 2.0);
+          }
+        });
+}
+
+// The bytes a sparse codec puts on the wire, and the ratio the report gives.
+TEST(GradientReducer, SparseCodecsSendAFractionOfTheBytes) {
+  const auto layout = layout_of({100000});
+  CodecConfig topk;
+  topk.name = "topk";
+  topk.topk_ratio = 0.01;
+  run_workers(2, [&](Communicator& comm) {
+    std::vector<float> grads(layout.total());
+    GradientReducer reducer(comm, AllreduceAlgorithm::Native, grads, layout, size_t{1} << 20, true, topk);
+    const uint64_t before = comm.stats().bytes_sent;
+    reducer.begin_step(StepInfo{0, 0.0, 2});
+    backward(layout, grads, comm.rank(), 0, reducer);
+    reducer.finish_step();
+    const CodecStats stats = reducer.codec_stats();
+    EXPECT_EQ(stats.selected, 1000u);
+    EXPECT_GE(stats.ratio(), 40.0);  // 8 bytes (index, value) per element sent, against 4 per element
+    EXPECT_LE(stats.ratio(), 50.0);
+    EXPECT_LT(comm.stats().bytes_sent - before, 2 * stats.encoded_bytes);
+  });
+}
+
 TEST(GradientReducer, ALayoutThatDoesNotMatchTheBufferIsAnError) {
   auto group = std::make_shared<LocalGroup>(1);
   LocalCommunicator comm(group, 0);

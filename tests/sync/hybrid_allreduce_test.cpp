@@ -80,7 +80,7 @@ TEST(HybridAllreduce, ReplicasStartFromRankZeroAndStayIdentical) {
       Batch batch;
       for (size_t b = 0; b < 5; ++b) {
         batch.gather(data, sampler.batch(b));
-        side->step(batch);
+        side->step(batch, StepInfo{});
       }
     });
   for (auto& t : threads) t.join();
