@@ -158,15 +158,8 @@ std::vector<double> measure_copy(MpiCommunicator* mpi, int ranks, size_t bytes, 
 }  // namespace
 
 std::vector<size_t> parse_byte_sizes(const std::string& text) {
-  const size_t colon = text.find(':');
-  if (colon == std::string::npos) return {parse_one_size(text, text)};
-  const size_t lo = parse_one_size(text.substr(0, colon), text),
-               hi = parse_one_size(text.substr(colon + 1), text);
-  if (lo > hi) throw Error("--sizes '" + text + "': the range runs backwards");
-  std::vector<size_t> sizes;
-  for (size_t s = lo; s <= hi; s *= 4) sizes.push_back(s);
-  if (sizes.back() != hi) sizes.push_back(hi);
-  return sizes;
+  return parse_x4_range(
+      text, [&](const std::string& one) { return parse_one_size(one, text); }, "--sizes");
 }
 
 CLI::App* add_bench_allreduce_command(CLI::App& bench, BenchAllreduceOptions& o) {

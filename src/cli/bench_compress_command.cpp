@@ -208,15 +208,8 @@ class CsvOutput {
 }  // namespace
 
 std::vector<size_t> parse_element_counts(const std::string& text) {
-  const size_t colon = text.find(':');
-  if (colon == std::string::npos) return {parse_one_count(text, text)};
-  const size_t lo = parse_one_count(text.substr(0, colon), text),
-               hi = parse_one_count(text.substr(colon + 1), text);
-  if (lo > hi) throw Error("--sizes '" + text + "': the range runs backwards");
-  std::vector<size_t> counts;
-  for (size_t s = lo; s <= hi; s *= 4) counts.push_back(s);
-  if (counts.back() != hi) counts.push_back(hi);
-  return counts;
+  return parse_x4_range(
+      text, [&](const std::string& one) { return parse_one_count(one, text); }, "--sizes");
 }
 
 CLI::App* add_bench_compress_command(CLI::App& bench, BenchCompressOptions& o) {

@@ -13,7 +13,7 @@ struct TrainOptions {
   TrainConfig train;           // batch defaults to 32 per worker here
   std::string optimizer = "adam";
   std::string allreduce = "native";
-  std::string bucket_size = "25MiB";  // parsed into train.strategy.bucket_bytes
+  std::string bucket_size = "25MiB";      // parsed into train.strategy.bucket_bytes
   std::string int8_rounding = "nearest";  // or stochastic
   float lr = 1e-3f;
   float momentum = 0.9f;
