@@ -74,7 +74,12 @@ void LocalGroup::arrive_and_wait(int rank, std::string_view what) {
   const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
   for (uint32_t i = 1;; ++i) {
     if (generation_.load(std::memory_order_acquire) != my_generation) return;
-    if (aborted_.load(std::memory_order_relaxed)) throw_abort_reason();
+    // A peer may complete this barrier, fail right after it and abort between
+    // the two loads: the barrier still completed, so look at it once more.
+    if (aborted_.load(std::memory_order_acquire)) {
+      if (generation_.load(std::memory_order_acquire) != my_generation) return;
+      throw_abort_reason();
+    }
     if (oversubscribed_)
       std::this_thread::yield();
     else

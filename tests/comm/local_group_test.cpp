@@ -209,6 +209,20 @@ TEST(LocalCollectives, MismatchedSizesNameBothSizes) {
   EXPECT_EQ(errors[2], "allreduce: worker 2 brought 7 floats but worker 1 brought 5");
 }
 
+// The first worker to find the mismatch fails and aborts the group at once;
+// its peer, still leaving the entry barrier, must not take that abort for its
+// own failure. Repeated, because the window is a few instructions wide.
+TEST(LocalCollectives, EachWorkerReportsItsOwnMismatchEvenWhenThePeerFailsFirst) {
+  for (int i = 0; i < 500; ++i) {
+    auto errors = run_group(2, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
+      std::vector<float> v(r == 1 ? 5 : 7, 1.0f);
+      comm.allreduce(v);
+    });
+    ASSERT_EQ(errors[0], "allreduce: worker 0 brought 7 floats but worker 1 brought 5") << "round " << i;
+    ASSERT_EQ(errors[1], "allreduce: worker 1 brought 5 floats but worker 0 brought 7") << "round " << i;
+  }
+}
+
 TEST(LocalCollectives, SkippedBarrierNamesTheMissingWorker) {
   auto errors = run_group(3, std::chrono::milliseconds(200), [&](int r, LocalCommunicator& comm) {
     if (r != 1) comm.barrier();
