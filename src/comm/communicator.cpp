@@ -20,6 +20,10 @@ void Communicator::allreduce_half(std::span<uint16_t> data, AllreduceAlgorithm a
       *this, data, algorithm == AllreduceAlgorithm::Native ? AllreduceAlgorithm::Ring : algorithm);
 }
 
+std::optional<AnyMessage> Communicator::recv_any(int, std::chrono::milliseconds) {
+  throw Error("recv_any: not supported by " + backend());
+}
+
 std::vector<std::vector<std::byte>> Communicator::allgatherv(std::span<const std::byte> mine) {
   const int n = size(), r = rank();
   stats_.collectives++;

@@ -5,8 +5,10 @@
 // any data moves, every collective checks that all workers entered it with the
 // same element count (comm/collective_entry.hpp): a worker that never arrives,
 // brings another size or entered another collective is named in the error.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,6 +31,12 @@ struct CommStats {
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
   uint64_t collectives = 0;
+};
+
+// A message of any size, and who sent it (Communicator::recv_any).
+struct AnyMessage {
+  int from = -1;
+  std::vector<std::byte> bytes;
 };
 
 class Communicator {
@@ -70,6 +78,16 @@ class Communicator {
     send(to, tag, out);
     recv(from, tag, in);
   }
+  // Receives the next message with `tag` from any peer, whatever its size
+  // (empty too): what a parameter server needs, which cannot know who pushes
+  // next. Returns std::nullopt when none arrives within `wait` (0: only what is
+  // already there), so that the caller can say which peers it was waiting for.
+  // Messages from one peer with one tag still arrive in the order they were
+  // sent; among peers, the one sent first comes first (local backend: in the
+  // order send() was called; MPI: MPI's matching order). Throws ptrain::Error
+  // if the group was aborted (local) or the communicator failed earlier (MPI).
+  // This default, for wrappers, throws: no backend-neutral way to implement it.
+  virtual std::optional<AnyMessage> recv_any(int tag, std::chrono::milliseconds wait);
 
   const CommStats& stats() const { return stats_; }
 

@@ -116,7 +116,7 @@ void LocalGroup::post(int from, int to, int tag, std::span<const std::byte> data
   std::vector<std::byte> message(data.begin(), data.end());  // copied outside the lock
   std::lock_guard lock(mutex_);
   auto& box = mailboxes_[{from, to, tag}];
-  box.messages.push_back(std::move(message));
+  box.messages.push_back({next_sequence_++, std::move(message)});
   box.pending.fetch_add(1, std::memory_order_release);
   if (sleepers_.load() > 0) cv_.notify_all();
 }
@@ -159,7 +159,7 @@ void LocalGroup::take(int from, int to, int tag, std::span<std::byte> data) {
     cv_.notify_all();
     throw Error(abort_reason_);
   }
-  std::vector<std::byte> message = std::move(box->messages.front());
+  std::vector<std::byte> message = std::move(box->messages.front().bytes);
   box->messages.pop_front();
   box->pending.fetch_sub(1, std::memory_order_relaxed);
   lock.unlock();
@@ -167,6 +167,38 @@ void LocalGroup::take(int from, int to, int tag, std::span<std::byte> data) {
     throw Error(fmt::format("{}: worker {} sent {} bytes but worker {} expected {} bytes", tag_name(tag),
                             from, message.size(), to, data.size()));
   std::copy(message.begin(), message.end(), data.begin());
+}
+
+std::optional<AnyMessage> LocalGroup::take_any(int to, int tag, std::chrono::milliseconds wait) {
+  if (wait < std::chrono::milliseconds(0))
+    throw Error(fmt::format("recv_any: worker {} got a negative wait ({} ms)", to, wait.count()));
+  // A year is forever here, and now() + milliseconds::max() would overflow.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::min<std::chrono::milliseconds>(wait, std::chrono::hours(24 * 365));
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (aborted_) throw Error(abort_reason_);
+    Mailbox* oldest = nullptr;
+    int oldest_from = -1;
+    for (int from = 0; from < size_; ++from) {
+      const auto found = mailboxes_.find({from, to, tag});
+      if (found == mailboxes_.end() || found->second.messages.empty()) continue;
+      Mailbox& box = found->second;
+      if (!oldest || box.messages.front().sequence < oldest->messages.front().sequence)
+        oldest = &box, oldest_from = from;
+    }
+    if (oldest) {
+      AnyMessage message{oldest_from, std::move(oldest->messages.front().bytes)};
+      oldest->messages.pop_front();
+      oldest->pending.fetch_sub(1, std::memory_order_relaxed);
+      return message;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    // post() and abort() notify while someone sleeps; any wake-up looks again.
+    sleepers_++;
+    cv_.wait_until(lock, deadline);
+    sleepers_--;
+  }
 }
 
 LocalCommunicator::LocalCommunicator(std::shared_ptr<LocalGroup> group, int rank)
@@ -297,6 +329,13 @@ void LocalCommunicator::recv(int peer, int tag, std::span<std::byte> data) {
   check_peer(peer);
   group_->take(peer, rank_, tag, data);
   stats_.bytes_received += data.size();
+}
+
+std::optional<AnyMessage> LocalCommunicator::recv_any(int tag, std::chrono::milliseconds wait) {
+  LocalGroup::CallScope in_call(*group_, rank_);
+  auto message = group_->take_any(rank_, tag, wait);
+  if (message) stats_.bytes_received += message->bytes.size();
+  return message;
 }
 
 void LocalCommunicator::check_peer(int peer) const {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -65,6 +66,10 @@ class LocalGroup {
   // Takes the oldest message into `data`; its size must match. Like
   // arrive_and_wait, watches the mailbox a while before sleeping.
   void take(int from, int to, int tag, std::span<std::byte> data);
+  // Takes the message to `to` with `tag` that was posted first, from whichever
+  // sender; std::nullopt when none arrives within `wait`. Sleeps at once: a
+  // server waiting for any of its workers is not on a collective's fast path.
+  std::optional<AnyMessage> take_any(int to, int tag, std::chrono::milliseconds wait);
 
  private:
   const int size_;
@@ -83,11 +88,16 @@ class LocalGroup {
   std::string absent_workers(int except) const;
   std::string abort_reason_;
   std::vector<Slot> slots_;
+  struct Message {
+    uint64_t sequence;  // the order of post() calls across mailboxes, for take_any
+    std::vector<std::byte> bytes;
+  };
   struct Mailbox {
-    std::deque<std::vector<std::byte>> messages;  // under mutex_
-    std::atomic<size_t> pending{0};               // messages.size(), for the receiver to watch unlocked
+    std::deque<Message> messages;    // under mutex_
+    std::atomic<size_t> pending{0};  // messages.size(), for the receiver to watch unlocked
   };
   std::map<std::tuple<int, int, int>, Mailbox> mailboxes_;  // under mutex_; nodes never move
+  uint64_t next_sequence_ = 0;                              // under mutex_
 };
 
 class LocalCommunicator : public Communicator {
@@ -108,6 +118,7 @@ class LocalCommunicator : public Communicator {
   std::vector<std::vector<std::byte>> allgatherv(std::span<const std::byte> mine) override;
   void send(int peer, int tag, std::span<const std::byte> data) override;
   void recv(int peer, int tag, std::span<std::byte> data) override;
+  std::optional<AnyMessage> recv_any(int tag, std::chrono::milliseconds wait) override;
 
  private:
   // The entry check: publishes this worker's entry and buffer, waits for all,

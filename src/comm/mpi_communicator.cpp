@@ -104,6 +104,17 @@ MpiCommunicator::MpiCommunicator(std::chrono::milliseconds timeout)
     throw Error(fmt::format("communicator setup: rank {} timed out after {} waiting for the other ranks",
                             rank_, seconds_text(timeout_)));
   }
+  set_up();
+}
+
+MpiCommunicator::MpiCommunicator(std::unique_ptr<Handle> handle, std::chrono::milliseconds timeout)
+    : timeout_(timeout), handle_(std::move(handle)) {
+  set_up();
+}
+
+void MpiCommunicator::set_up() {
+  check(MPI_Comm_rank(handle_->comm, &rank_), "communicator setup");
+  check(MPI_Comm_size(handle_->comm, &size_), "communicator setup");
   MPI_Comm_set_errhandler(handle_->comm, MPI_ERRORS_RETURN);
   // Created commutative: one fp32 addition and one rounding do not depend on
   // the order of the operands. MPI regroups the additions as its algorithm
@@ -129,7 +140,7 @@ void MpiCommunicator::check_usable(const std::string& what) const {
     throw Error(fmt::format("{}: communicator unusable after an earlier failure: {}", what, failure_));
 }
 
-void MpiCommunicator::fail(const std::string& message) {
+void MpiCommunicator::fail(const std::string& message) const {
   if (failure_.empty()) failure_ = message;
   throw Error(message);
 }
@@ -289,6 +300,80 @@ void MpiCommunicator::sendrecv(int to, std::span<const std::byte> out, int from,
   std::copy(spare.begin(), spare.begin() + static_cast<std::ptrdiff_t>(in.size()), in.begin());
   if (to != MPI_PROC_NULL) stats_.bytes_sent += out.size();
   stats_.bytes_received += in.size();
+}
+
+std::optional<AnyMessage> MpiCommunicator::recv_any(int tag, std::chrono::milliseconds wait) {
+  check_usable("recv_any");
+  if (tag < 0) throw Error(fmt::format("recv_any: rank {} got a negative tag ({})", rank_, tag));
+  if (wait < std::chrono::milliseconds(0))
+    throw Error(fmt::format("recv_any: rank {} got a negative wait ({} ms)", rank_, wait.count()));
+  // A year is forever here, and now() + milliseconds::max() would overflow.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::min<std::chrono::milliseconds>(wait, std::chrono::hours(24 * 365));
+  // A matched probe takes the message out of MPI's queue, so no later receive
+  // can steal it between the probe and the receive of its size.
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status status;
+  for (uint32_t i = 0;; ++i) {
+    int found = 0;
+    check(MPI_Improbe(MPI_ANY_SOURCE, tag, handle_->comm, &found, &message, &status), "recv_any");
+    if (found) break;
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    if (i % 64 == 63) std::this_thread::yield();
+  }
+  int count = 0;
+  check(MPI_Get_count(&status, MPI_BYTE, &count), "recv_any");
+  auto bytes = std::make_unique<std::vector<std::byte>>(static_cast<size_t>(count));
+  MPI_Request request;
+  check(MPI_Imrecv(bytes->data(), count, MPI_BYTE, &message, &request), "recv_any");
+  // Matched already: only a sender that dies mid-transfer stops this.
+  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE)) {
+    static_cast<void>(bytes.release());  // MPI may still write into it
+    fail(fmt::format("{}: rank {} timed out after {} receiving {} bytes from rank {}", tag_name(tag), rank_,
+                     seconds_text(timeout_), count, status.MPI_SOURCE));
+  }
+  stats_.bytes_received += static_cast<uint64_t>(count);
+  return AnyMessage{status.MPI_SOURCE, std::move(*bytes)};
+}
+
+std::unique_ptr<MpiCommunicator> MpiCommunicator::split(int color) const {
+  check_usable("split");
+  const std::string timed_out = fmt::format("split: rank {} timed out after {} waiting for the other ranks",
+                                            rank_, seconds_text(timeout_));
+  // 1. A duplicate of this communicator, private to this call: every rank has arrived.
+  auto dup = std::make_unique<MPI_Comm>(MPI_COMM_NULL);
+  MPI_Request request;
+  check(MPI_Comm_idup(handle_->comm, dup.get(), &request), "split");
+  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE)) {
+    static_cast<void>(dup.release());  // MPI may still write the duplicate there
+    fail(timed_out);
+  }
+  // 2. Every rank's color, on the duplicate: a rank that arrives after its peers
+  // gave up completes step 1 with their abandoned requests, but times out here
+  // instead of blocking in MPI_Comm_split for ever.
+  const auto n = static_cast<size_t>(size_);
+  auto colors = std::make_unique<int[]>(n);
+  colors[static_cast<size_t>(rank_)] = color;
+  check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, colors.get(), 1, MPI_INT, *dup, &request),
+        "split");
+  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE)) {
+    static_cast<void>(colors.release());  // MPI may still write there, and use the duplicate
+    static_cast<void>(dup.release());
+    fail(timed_out);
+  }
+  // Every rank sees every color, so all fail alike.
+  for (int r = 0; r < size_; ++r) {
+    if (colors[static_cast<size_t>(r)] >= 0) continue;
+    MPI_Comm_free(dup.get());
+    throw Error(fmt::format("split: rank {} passed color {} (colors must not be negative)", r,
+                            colors[static_cast<size_t>(r)]));
+  }
+  // 3. MPI_Comm_split has no non-blocking form; every rank is on its way to it.
+  auto handle = std::make_unique<Handle>();
+  const int code = MPI_Comm_split(*dup, color, rank_, &handle->comm);
+  MPI_Comm_free(dup.get());
+  check(code, "split");
+  return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(std::move(handle), timeout_));
 }
 
 }  // namespace ptrain

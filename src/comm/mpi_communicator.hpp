@@ -56,22 +56,40 @@ class MpiCommunicator : public Communicator {
   void send(int peer, int tag, std::span<const std::byte> data) override;
   void recv(int peer, int tag, std::span<std::byte> data) override;
   void sendrecv(int to, std::span<const std::byte> out, int from, std::span<std::byte> in, int tag) override;
+  // MPI_Improbe on any source, polled until `wait` passes, then the matched
+  // message is received. `tag` must not be negative (MPI_ANY_TAG is).
+  std::optional<AnyMessage> recv_any(int tag, std::chrono::milliseconds wait) override;
+
+  // The ranks that pass the same `color` (not negative), in the order of their
+  // rank here, as a communicator of their own with this one's timeout: e.g. the
+  // workers of a parameter-server job, for their collectives. Collective: every
+  // rank of this communicator calls it. MPI_Comm_split on a duplicate of this
+  // one, made after every rank has arrived, so that a rank that never arrives is
+  // an error rather than a hang; a timeout leaves this communicator unusable.
+  std::unique_ptr<MpiCommunicator> split(int color) const;
 
  private:
   struct Handle;  // the MPI_Comm and the half-sum MPI_Op, kept out of this header
+
+  // Takes over `handle`'s communicator (from split()).
+  MpiCommunicator(std::unique_ptr<Handle> handle, std::chrono::milliseconds timeout);
+  // Rank and size from handle_->comm, errors as return codes, the half-sum MPI_Op.
+  void set_up();
 
   // The entry check above; throws ptrain::Error naming the collective.
   void enter(const CollectiveEntry& entry);
   // Throws if an earlier call failed: its peers have given up on it.
   void check_usable(const std::string& what) const;
   // Marks the communicator unusable and throws `message`.
-  [[noreturn]] void fail(const std::string& message);
+  [[noreturn]] void fail(const std::string& message) const;
 
   int rank_ = 0;
   int size_ = 1;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Handle> handle_;
-  std::string failure_;  // the first failure's message; empty while usable
+  // The first failure's message; empty while usable. Mutable: a split() that
+  // times out leaves MPI requests on this communicator, so it fails too.
+  mutable std::string failure_;
 };
 
 }  // namespace ptrain
