@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdio>
 #include <thread>
 
 #include "cli/byte_size.hpp"
@@ -50,6 +52,30 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
+// --straggler RANK:FACTOR
+void parse_straggler(TrainOptions& o) {
+  if (o.straggler.empty()) return;
+  const size_t colon = o.straggler.find(':');
+  int rank = -1;
+  double factor = 0;
+  size_t used_rank = 0, used_factor = 0;
+  try {
+    if (colon != std::string::npos) {
+      rank = std::stoi(o.straggler.substr(0, colon), &used_rank);
+      factor = std::stod(o.straggler.substr(colon + 1), &used_factor);
+    }
+  } catch (const std::exception&) {
+    used_rank = 0;
+  }
+  if (colon == std::string::npos || used_rank != colon || used_factor != o.straggler.size() - colon - 1 ||
+      !(factor >= 1) || !std::isfinite(factor))
+    throw Error("--straggler '" + o.straggler + "': expected RANK:FACTOR with FACTOR >= 1, e.g. 3:4");
+  if (rank < 0 || rank >= o.train.workers)
+    throw Error(fmt::format("--straggler '{}': no worker {} among {} workers", o.straggler, rank, o.train.workers));
+  o.train.straggler_rank = rank;
+  o.train.straggler_factor = factor;
+}
+
 // Every check that needs no data, so a bad command line fails at once.
 void check_options(TrainOptions& o) {
   if (o.train.workers < 1) throw Error(fmt::format("--workers must be at least 1 (got {})", o.train.workers));
@@ -76,9 +102,12 @@ void check_options(TrainOptions& o) {
   o.train.strategy.codec.int8_stochastic = o.int8_rounding == "stochastic";
   o.train.strategy.codec.seed = o.train.seed;
   validate_codec_config(o.train.strategy.codec);
-  if (o.train.strategy.codec.name != "none" && o.train.strategy.name != "hybrid")
+  if (o.train.strategy.codec.name != "none" && o.train.strategy.name != "hybrid" &&
+      !uses_parameter_servers(o.train.strategy.name))
     throw Error("--compress " + o.train.strategy.codec.name +
-                ": only the hybrid strategy compresses gradients");
+                ": only the hybrid and parameter-server strategies compress gradients");
+  o.train.strategy.stale_policy = parse_stale_policy(o.stale_policy);
+  parse_straggler(o);
   OptimizerConfig opt;
   opt.kind = parse_optimizer_kind(o.optimizer);
   opt.lr = o.lr;
@@ -138,6 +167,13 @@ nlohmann::json config_json(const TrainOptions& o, const Dataset& train_set, cons
           {"threads_per_worker", o.threads_per_worker},
           {"pin_workers", o.train.pin_workers},
           {"comm_timeout_s", o.comm_timeout_s},
+          {"servers", uses_parameter_servers(o.train.strategy.name) ? o.train.strategy.servers : 0},
+          {"backup", o.train.strategy.backup},
+          {"staleness", o.train.strategy.staleness},
+          {"stale_policy", to_string(o.train.strategy.stale_policy)},
+          {"warmup_single", o.train.strategy.warmup_single},
+          {"async_lr_divide", o.train.strategy.async_lr_divide},
+          {"straggler", o.straggler},
           {"log_every", o.train.log_every},
           {"blas", blas.library},
           {"hardware_threads", std::thread::hardware_concurrency()}};
@@ -145,6 +181,23 @@ nlohmann::json config_json(const TrainOptions& o, const Dataset& train_set, cons
 
 std::string mib(uint64_t bytes) {
   return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+// Staleness and what the servers dropped, from shard 0 (every shard applies the same gradients).
+void print_server_summary(const RunResult& result) {
+  const ServerStats& s = result.servers.front();
+  fmt::print("  servers      {} shard(s), {} updates of {} gradients applied", result.servers.size(), s.updates,
+             s.applied());
+  if (s.dropped_late > 0) fmt::print(", {} late ones dropped", s.dropped_late);
+  if (s.dropped_stale > 0) fmt::print(", {} stale ones dropped", s.dropped_stale);
+  fmt::print("\n  staleness    mean {:.2f}, p99 {}, max {}", s.mean_staleness(), s.staleness_quantile(0.99),
+             s.max_staleness());
+  if (s.max_clock_gap > 0) fmt::print("; widest ssp gap {} steps", s.max_clock_gap);
+  fmt::print("\n");
+  std::string steps;
+  for (size_t w = 0; w < result.worker_steps.size(); ++w)
+    steps += fmt::format("{}{}", w ? " " : "", result.worker_steps[w]);
+  fmt::print("  worker steps {}\n", steps);
 }
 
 }  // namespace
@@ -209,22 +262,42 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--threads-per-worker", o.threads_per_worker, "LibTorch and OpenBLAS threads per worker");
   cmd->add_flag("--pin,!--no-pin", o.train.pin_workers, "Pin worker r to the r-th core the process may use");
   cmd->add_option("--comm-timeout", o.comm_timeout_s, "Seconds a worker waits for the others before failing");
+  auto& s = o.train.strategy;
+  cmd->add_option("--servers", s.servers,
+                  "Parameter-server shards (threads; under mpirun, the last S of the ranks)");
+  cmd->add_option("--backup", s.backup, "ps-backup: b, each update takes the first W - b gradients");
+  cmd->add_option("--staleness", s.staleness, "ssp: no worker runs more than s steps ahead of the slowest");
+  cmd->add_option("--stale-policy", o.stale_policy,
+                  "ssp and async: none, drop:T (drop gradients staler than T) or scale (step / (1 + staleness))");
+  cmd->add_option("--warmup-single", s.warmup_single,
+                  "ssp and async: only worker 0 trains for the first N gradients");
+  cmd->add_flag("--async-lr-divide", s.async_lr_divide, "async: divide the learning rate by the workers");
+  cmd->add_option("--straggler", o.straggler,
+                  "RANK:FACTOR makes worker RANK compute FACTOR times slower (for experiments)");
   return cmd;
 }
 
 int run_train_command(TrainOptions& o) {
-  // Started by mpirun: the workers are the ranks, one per process.
-  std::unique_ptr<MpiCommunicator> mpi;
+  // Started by mpirun: the workers are the ranks, one per process; with
+  // parameter servers the last S ranks are the shards.
+  const int servers = uses_parameter_servers(o.train.strategy.name) ? o.train.strategy.servers : 0;
+  std::unique_ptr<MpiCommunicator> mpi, mpi_workers;
   if (launched_by_mpi()) {
     mpi = std::make_unique<MpiCommunicator>(
         std::chrono::milliseconds(static_cast<int64_t>(std::max(o.comm_timeout_s, 0.001) * 1000)));
-    if (o.workers_option && o.workers_option->count() > 0 && o.train.workers != mpi->size())
+    const int workers = mpi->size() - std::max(servers, 0);
+    if (workers < 1)
+      throw Error(fmt::format("--servers {}: mpirun started {} ranks, which leaves no worker (start W + S ranks)",
+                              servers, mpi->size()));
+    if (o.workers_option && o.workers_option->count() > 0 && o.train.workers != workers)
       throw Error(
-          fmt::format("--workers {} does not match the {} ranks mpirun started (under mpirun the "
-                      "workers are the ranks)",
-                      o.train.workers, mpi->size()));
-    o.train.workers = mpi->size();
+          fmt::format("--workers {} does not match the {} worker ranks mpirun started (under mpirun the "
+                      "workers are the ranks{})",
+                      o.train.workers, workers, servers > 0 ? ", less the --servers" : ""));
+    o.train.workers = workers;
+    if (servers > 0) mpi_workers = mpi->split(mpi->rank() < workers ? 0 : 1);
   }
+  const bool server_rank = mpi && servers > 0 && mpi->rank() >= o.train.workers;
   const bool speaker = !mpi || mpi->rank() == 0;  // only one process prints and writes
   check_options(o);
   o.model.init_seed = o.train.seed;
@@ -251,13 +324,28 @@ int run_train_command(TrainOptions& o) {
   const size_t num_buckets = plan_gradient_buckets(probe->layout(), o.train.strategy.bucket_bytes).size();
   const bool overlaps = o.train.strategy.overlap && probe->set_gradient_ready_hook({});
   probe.reset();
-  if (!speaker) {
-    train_on(*mpi, o.train, train_set, &test_set, factory);
+  if (mpi && servers > 0) {
+    fmt::print("ptrain: rank {} of {}: {}\n", mpi->rank(), mpi->size(),
+               server_rank ? fmt::format("parameter server shard {}", mpi->rank() - o.train.workers)
+                           : fmt::format("worker {}", mpi->rank()));
+    std::fflush(stdout);
+  }
+  if (server_rank) {
+    serve_on(*mpi, o.train, train_set, factory);
     return 0;
   }
-  const std::string backend =
+  if (!speaker) {
+    if (mpi_workers)
+      train_on(*mpi_workers, *mpi, o.train, train_set, &test_set, factory);
+    else
+      train_on(*mpi, o.train, train_set, &test_set, factory);
+    return 0;
+  }
+  std::string backend =
       mpi ? fmt::format("mpi backend (started by mpirun): {} ranks, one worker each", o.train.workers)
           : fmt::format("local backend: {} workers as threads", o.train.workers);
+  if (servers > 0)
+    backend += fmt::format(" and {} server shard {}(s)", servers, mpi ? "rank" : "thread");
   fmt::print("ptrain: {} model ({} parameters), {} strategy, {}, {} compute thread(s) each; BLAS {}\n",
              o.model.name, num_params, o.train.strategy.name, backend, o.threads_per_worker,
              blas.library.empty() ? "not found" : blas.library);
@@ -268,8 +356,10 @@ int run_train_command(TrainOptions& o) {
   TrainCallbacks callbacks;
   callbacks.on_progress = [&](const Progress& p) { display.progress(p); };
   callbacks.on_epoch_end = [&](const EpochMetrics& m) { display.epoch_end(m, o.train.epochs); };
-  const RunResult result = mpi ? train_on(*mpi, o.train, train_set, &test_set, factory, callbacks)
-                               : train(o.train, train_set, &test_set, factory, callbacks);
+  const RunResult result =
+      mpi_workers ? train_on(*mpi_workers, *mpi, o.train, train_set, &test_set, factory, callbacks)
+      : mpi       ? train_on(*mpi, o.train, train_set, &test_set, factory, callbacks)
+                  : train(o.train, train_set, &test_set, factory, callbacks);
 
   uint64_t sent = 0;
   for (const auto& c : result.comm) sent = std::max(sent, c.bytes_sent);
@@ -298,6 +388,8 @@ int run_train_command(TrainOptions& o) {
     if (codec.refinements > 0) fmt::print(", {} threshold refinement(s)", codec.refinements);
     fmt::print("\n");
   }
+  if (!result.servers.empty()) print_server_summary(result);
+  for (const auto& why : result.left) fmt::print("  left         {}\n", why);
   if (!o.report_path.empty()) {
     write_json_file(o.report_path, make_run_report(config_json(o, train_set, test_set, num_params, blas,
                                                                mpi ? "mpi" : "local"),

@@ -24,6 +24,8 @@ struct TrainOptions {
   std::string report_path;
   int threads_per_worker = 1;
   double comm_timeout_s = 60;
+  std::string stale_policy = "none";  // parsed into train.strategy.stale_policy
+  std::string straggler;              // RANK:FACTOR, parsed into train.straggler_*
   CLI::Option* workers_option = nullptr;  // to tell a given --workers from the default
 };
 

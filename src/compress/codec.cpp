@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compress/dgc_codec.hpp"
 #include "compress/fp16_codec.hpp"
 #include "compress/int8_codec.hpp"
 #include "compress/topk_codec.hpp"
 #include "core/error.hpp"
+#include "core/flat_layout.hpp"
 #include "core/rng.hpp"
 
 namespace ptrain {
@@ -33,6 +36,16 @@ void validate_codec_config(const CodecConfig& c) {
   if (!(d.clip_norm >= 0)) throw Error(fmt::format("--dgc-clip must be >= 0 (got {})", d.clip_norm));
   if (!(d.warmup_epochs >= 0))
     throw Error(fmt::format("--dgc-warmup must be >= 0 epochs (got {})", d.warmup_epochs));
+}
+
+CodecRange codec_range(const FlatLayout& layout, size_t begin, size_t end) {
+  CodecRange range{end - begin, {}};
+  for (const FlatSegment& seg : layout.segments()) {
+    if (seg.shape.size() != 1 || seg.numel == 0) continue;
+    const size_t a = std::max(seg.offset, begin), b = std::min(seg.offset + seg.numel, end);
+    if (a < b) range.one_dim.emplace_back(a - begin, b - begin);
+  }
+  return range;
 }
 
 std::unique_ptr<Codec> make_codec(const CodecConfig& config, const CodecRange& range, int worker) {

@@ -62,6 +62,11 @@ struct CodecRange {
   std::vector<std::pair<size_t, size_t>> one_dim;  // [begin, end) within the range, ascending
 };
 
+class FlatLayout;
+// The range [begin, end) of a model's flat buffer, with the parts of its 1-D
+// tensors that fall inside it.
+CodecRange codec_range(const FlatLayout& layout, size_t begin, size_t end);
+
 class Codec {
  public:
   virtual ~Codec() = default;

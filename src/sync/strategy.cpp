@@ -2,13 +2,18 @@
 
 #include "core/error.hpp"
 #include "sync/hybrid_allreduce.hpp"
+#include "sync/parameter_server_strategy.hpp"
 #include "sync/sequential_turns.hpp"
 
 namespace ptrain {
 
 const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> names = {"hybrid", "sequential"};
+  static const std::vector<std::string> names = {"hybrid", "sequential", "ps-sync", "ps-backup", "ssp", "async"};
   return names;
+}
+
+bool uses_parameter_servers(const std::string& strategy) {
+  return strategy == "ps-sync" || strategy == "ps-backup" || strategy == "ssp" || strategy == "async";
 }
 
 StrategyConfig effective_strategy_config(StrategyConfig config) {
@@ -27,11 +32,15 @@ std::unique_ptr<StrategyGroup> make_strategy_group(const StrategyConfig& config,
                                                    int workers) {
   validate_codec_config(config.codec);
   if (config.name == "hybrid") return std::make_unique<HybridGroup>(effective_strategy_config(config));
+  if (uses_parameter_servers(config.name))
+    return std::make_unique<ParameterServerGroup>(effective_strategy_config(config), num_params, workers);
   if (config.codec.name != "none")
     throw Error("--compress " + config.codec.name + ": the " + config.name +
-                " strategy does not compress gradients (use --strategy hybrid)");
+                " strategy does not compress gradients (use hybrid or a parameter server)");
   if (config.name == "sequential") return std::make_unique<SequentialGroup>(config, num_params, workers);
-  throw Error("--strategy: unknown strategy '" + config.name + "' (choose hybrid or sequential)");
+  std::string names;
+  for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
+  throw Error("--strategy: unknown strategy '" + config.name + "' (choose " + names + ")");
 }
 
 }  // namespace ptrain

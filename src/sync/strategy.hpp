@@ -11,6 +11,8 @@
 #include "compress/codec.hpp"
 #include "core/model.hpp"
 #include "optim/optimizer.hpp"
+#include "ps/server_stats.hpp"
+#include "sync/stale_policy.hpp"
 
 namespace ptrain {
 
@@ -26,10 +28,22 @@ class WorkerStrategy {
   virtual void sync_for_evaluation() {}
   // What this worker's gradient codecs did so far (all zero without compression).
   virtual CodecStats codec_stats() const { return {}; }
+
+  // Whether the worker takes another step in this epoch, having taken `done`
+  // of the epoch's `epoch_steps` per worker. Parameter servers ask their
+  // coordinator, so that under ssp and async fast workers take more steps.
+  virtual bool next_step(size_t done, size_t epoch_steps) { return done < epoch_steps; }
+  // This worker failed: true when the run goes on without it (async), after
+  // telling whoever waits for it; false when the failure ends the run.
+  virtual bool leave() { return false; }
+  // Called on every worker after the last step and the last evaluation.
+  virtual void finish() {}
+  // On worker 0 after finish(): what each parameter-server shard recorded.
+  virtual std::vector<ServerStats> server_stats() const { return {}; }
 };
 
 struct StrategyConfig {
-  std::string name = "hybrid";  // hybrid | sequential
+  std::string name = "hybrid";  // strategy_names()
   OptimizerConfig optimizer;
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::Native;  // hybrid's gradient all-reduce
   size_t bucket_bytes = size_t{25} << 20;                     // gradient buckets, as PyTorch DDP's default
@@ -37,7 +51,20 @@ struct StrategyConfig {
   CodecConfig codec;                                          // gradient compression (hybrid)
   // How long a worker waits on the others (a collective, a turn) before failing.
   std::chrono::milliseconds timeout{60000};
+
+  // Parameter servers (ps-sync, ps-backup, ssp, async).
+  int servers = 1;              // shards
+  int backup = 1;               // ps-backup: b, the gradients an update does without
+  uint64_t staleness = 2;       // ssp: s
+  StalePolicy stale_policy;     // ssp and async
+  uint64_t warmup_single = 0;   // ssp and async: only worker 0 trains for the first N gradients
+  bool async_lr_divide = false; // async: the learning rate divided by W
+  size_t steps_per_epoch = 0;   // per worker; set by the trainer
+  size_t total_steps = 0;       // per worker over the run (--max-steps may cut the last epoch short)
 };
+
+// True for the strategies that run on parameter-server shards.
+bool uses_parameter_servers(const std::string& strategy);
 
 // The configuration a run really uses. DGC's momentum correction takes the
 // momentum over from a momentum optimizer (the codec accumulates the velocity,
@@ -53,6 +80,16 @@ class StrategyGroup {
  public:
   virtual ~StrategyGroup() = default;
   virtual std::unique_ptr<WorkerStrategy> for_worker(Model& model, Communicator& comm) = 0;
+  // Parameter servers: how many shard servers the run needs besides the workers.
+  virtual int servers() const { return 0; }
+  // A worker's side when there are servers: `comm` joins the workers only,
+  // `with_servers` the W workers (ranks 0..W-1) and the S shards (W..W+S-1).
+  virtual std::unique_ptr<WorkerStrategy> for_worker_with_servers(Model& model, Communicator& comm,
+                                                                  Communicator& /*with_servers*/) {
+    return for_worker(model, comm);
+  }
+  // Serves shard `shard` (rank W + shard of `with_servers`) until the workers finish.
+  virtual void serve(Communicator& /*with_servers*/, int /*shard*/, const FlatLayout& /*layout*/) {}
   // Wakes any worker waiting on the group; it then throws ptrain::Error(reason).
   virtual void abort(const std::string& /*reason*/) {}
 };

@@ -60,6 +60,30 @@ nlohmann::json make_run_report(const nlohmann::json& config, const RunResult& r)
       {"dense_bytes", codec_total.dense_bytes}, {"encoded_bytes", codec_total.encoded_bytes},
       {"saturated", codec_total.saturated},     {"selected", codec_total.selected},
       {"refinements", codec_total.refinements}};
+  if (!r.servers.empty()) {
+    // Shard 0's record: every shard applies the same gradients, at about the same staleness.
+    const ServerStats& s = r.servers.front();
+    auto& ps = report["parameter_server"];
+    ps = {{"shards", r.servers.size()},
+          {"updates", s.updates},
+          {"gradients_applied", s.applied()},
+          {"dropped_late", s.dropped_late},
+          {"dropped_stale", s.dropped_stale},
+          {"max_ssp_gap", s.max_clock_gap},
+          {"staleness_histogram", s.staleness},
+          {"staleness_mean", s.mean_staleness()},
+          {"staleness_p99", s.staleness_quantile(0.99)},
+          {"staleness_max", s.max_staleness()},
+          {"worker_steps", r.worker_steps},
+          {"left", r.left}};
+    auto& shards = ps["per_shard"] = nlohmann::json::array();
+    for (const auto& shard : r.servers)
+      shards.push_back({{"updates", shard.updates},
+                        {"gradients_applied", shard.applied()},
+                        {"dropped_stale", shard.dropped_stale},
+                        {"staleness_mean", shard.mean_staleness()},
+                        {"staleness_max", shard.max_staleness()}});
+  }
   report["summary"] = {
       {"steps", r.steps},
       {"samples", r.samples},

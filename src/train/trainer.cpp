@@ -13,6 +13,7 @@
 #include "core/stopwatch.hpp"
 #include "core/thread_affinity.hpp"
 #include "data/sharded_sampler.hpp"
+#include "train/straggler_model.hpp"
 
 namespace ptrain {
 
@@ -66,57 +67,108 @@ RunShape run_shape(const TrainConfig& config, const Dataset& train_set) {
   return shape;
 }
 
-// One worker's whole run on `comm`, whatever the backend. Worker 0 evaluates,
-// reports progress and fills `result`.
+// Where a worker is in its shard of the data. Under ssp and async a fast
+// worker takes more steps than an epoch's share: it goes on into its next pass.
+class DataCursor {
+ public:
+  DataCursor(ShardedSampler& sampler) : sampler_(sampler) { sampler_.start_epoch(0); }
+  std::span<const size_t> next() {
+    if (batch_ == sampler_.batches_per_epoch()) sampler_.start_epoch(++pass_), batch_ = 0;
+    return sampler_.batch(batch_++);
+  }
+
+ private:
+  ShardedSampler& sampler_;
+  size_t pass_ = 0, batch_ = 0;
+};
+
+// One worker's whole run on `comm` (the workers), whatever the backend; with
+// parameter servers `with_servers` joins them to the shards. Worker 0
+// evaluates, reports progress and fills `result`.
 void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset& train_set,
-                const Dataset* test_set, Model& model, StrategyGroup& strategy, Communicator& comm,
-                const TrainCallbacks& callbacks, RunResult& result) {
+                const Dataset* test_set, Model& replica, StrategyGroup& strategy, Communicator& comm,
+                Communicator* with_servers, const TrainCallbacks& callbacks, RunResult& result) {
   const int rank = comm.rank(), workers = comm.size();
-  auto side = strategy.for_worker(model, comm);
+  std::unique_ptr<StragglerModel> straggler;
+  if (rank == config.straggler_rank) straggler = std::make_unique<StragglerModel>(replica, config.straggler_factor);
+  Model& model = straggler ? *straggler : replica;
+  auto side = with_servers ? strategy.for_worker_with_servers(model, comm, *with_servers)
+                           : strategy.for_worker(model, comm);
   ShardedSampler sampler(train_set.size(), static_cast<size_t>(workers), static_cast<size_t>(rank),
                          config.batch, shape.data_seed);
+  DataCursor cursor(sampler);
   Batch batch;
   side->start();
-  size_t step = 0;
+  size_t step = 0;  // this worker's, over the run
+  bool left = false;
+  std::string left_why;
   for (size_t epoch = 0; epoch < shape.epochs; ++epoch) {
-    sampler.start_epoch(epoch);
-    const size_t epoch_steps = std::min(shape.steps_per_epoch, shape.total_steps - step);
-    std::vector<float> losses(epoch_steps);
+    const size_t epoch_steps = std::min(shape.steps_per_epoch, shape.total_steps - epoch * shape.steps_per_epoch);
+    std::vector<float> losses;
+    losses.reserve(epoch_steps);
     comm.barrier();
     Stopwatch epoch_clock;
     double running = 0;
-    for (size_t b = 0; b < epoch_steps; ++b, ++step) {
-      batch.gather(train_set, sampler.batch(b));
-      const StepInfo info{step, static_cast<double>(step) / static_cast<double>(shape.steps_per_epoch), workers};
-      const float loss = side->step(batch, info);
-      if (!std::isfinite(loss))
-        throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower --lr)", rank,
-                                loss, step + 1));
-      losses[b] = loss;
-      running += loss;
-      if (rank == 0 && callbacks.on_progress && ((b + 1) % 5 == 0 || b + 1 == epoch_steps)) {
-        const double t = epoch_clock.seconds();
-        callbacks.on_progress(Progress{
-            epoch + 1, shape.epochs, b + 1, epoch_steps, running / static_cast<double>(b + 1),
-            t > 0 ? static_cast<double>((b + 1) * config.batch * static_cast<size_t>(workers)) / t : 0});
+    try {
+      while (!left && side->next_step(losses.size(), epoch_steps)) {
+        batch.gather(train_set, cursor.next());
+        const StepInfo info{step,
+                            static_cast<double>(epoch) + static_cast<double>(losses.size()) /
+                                                             static_cast<double>(shape.steps_per_epoch),
+                            workers};
+        const float loss = side->step(batch, info);
+        if (!std::isfinite(loss))
+          throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower --lr)", rank,
+                                  loss, step + 1));
+        losses.push_back(loss);
+        ++step;
+        running += loss;
+        const size_t b = losses.size();
+        if (rank == 0 && callbacks.on_progress && (b % 5 == 0 || b == epoch_steps)) {
+          const double t = epoch_clock.seconds();
+          callbacks.on_progress(Progress{
+              epoch + 1, shape.epochs, std::min(b, epoch_steps), epoch_steps, running / static_cast<double>(b),
+              t > 0 ? static_cast<double>(b * config.batch * static_cast<size_t>(workers)) / t : 0});
+        }
       }
+    } catch (const Error& e) {
+      // Asynchronous strategies go on without a failed worker; the others end the run.
+      if (!side->leave()) throw;
+      left = true;
+      left_why = fmt::format("worker {} failed at its step {} and left: {}", rank, step + 1, e.what());
     }
     comm.barrier();
     const double seconds = epoch_clock.seconds();
-    comm.allreduce(losses);  // every step's loss, summed over the workers
+    // Every worker's losses of the epoch (under ssp and async, as many as it took).
+    const auto all = comm.allgatherv(std::as_bytes(std::span<const float>(losses)));
     if (rank == 0) {
       EpochMetrics m;
       m.epoch = epoch + 1;
-      m.steps = epoch_steps;
       m.seconds = seconds;
-      m.samples_per_s =
-          static_cast<double>(epoch_steps * config.batch * static_cast<size_t>(workers)) / seconds;
-      double sum = 0;
-      for (float l : losses) {
-        sum += l;
-        result.step_losses.push_back(l / static_cast<float>(workers));
+      size_t longest = 0, total = 0;
+      for (const auto& bytes : all) {
+        longest = std::max(longest, bytes.size() / sizeof(float));
+        total += bytes.size() / sizeof(float);
       }
-      m.train_loss = sum / static_cast<double>(epoch_steps * static_cast<size_t>(workers));
+      m.steps = longest;
+      m.samples_per_s = static_cast<double>(total * config.batch) / seconds;
+      result.samples += total * config.batch;
+      // The mean over the workers at each step, as float sums in rank order.
+      double sum = 0;
+      for (size_t k = 0; k < longest; ++k) {
+        float step_sum = 0;
+        int count = 0;
+        for (const auto& bytes : all) {
+          if ((k + 1) * sizeof(float) > bytes.size()) continue;
+          float l;
+          std::memcpy(&l, bytes.data() + k * sizeof(float), sizeof l);
+          step_sum = count == 0 ? l : step_sum + l;
+          ++count;
+        }
+        sum += step_sum;
+        result.step_losses.push_back(step_sum / static_cast<float>(count));
+      }
+      m.train_loss = total > 0 ? sum / static_cast<double>(total) : 0;
       result.train_seconds += m.seconds;
       side->sync_for_evaluation();
       if (test_set) {
@@ -129,20 +181,36 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     }
     comm.barrier();  // the others wait while worker 0 evaluates
   }
-  // Every worker's byte counters, to worker 0.
-  const CommStats mine = comm.stats();
+  comm.barrier();
+  if (rank == 0) {  // the model to keep: before finish(), which stops parameter servers
+    side->sync_for_evaluation();
+    auto p = model.params();
+    result.final_params.assign(p.begin(), p.end());
+  }
+  side->finish();
+  // Every worker's byte counters, steps and departure, to worker 0.
+  const CommStats mine = with_servers ? with_servers->stats() : comm.stats();
   const auto all = comm.allgatherv(std::as_bytes(std::span<const CommStats>(&mine, 1)));
   const CodecStats my_codec = side->codec_stats();
   const auto all_codec = comm.allgatherv(std::as_bytes(std::span<const CodecStats>(&my_codec, 1)));
+  const uint64_t my_steps = step;
+  const auto all_steps = comm.allgatherv(std::as_bytes(std::span<const uint64_t>(&my_steps, 1)));
+  const auto all_left = comm.allgatherv(std::as_bytes(std::span<const char>(left_why)));
   if (rank != 0) return;
   for (const auto& bytes : all_codec) {
     CodecStats s;
     std::memcpy(&s, bytes.data(), sizeof s);
     result.codec.push_back(s);
   }
-  side->sync_for_evaluation();
-  auto p = model.params();
-  result.final_params.assign(p.begin(), p.end());
+  for (const auto& bytes : all_steps) {
+    uint64_t s;
+    std::memcpy(&s, bytes.data(), sizeof s);
+    result.worker_steps.push_back(s);
+    result.steps = std::max<size_t>(result.steps, s);
+  }
+  for (const auto& bytes : all_left)
+    if (!bytes.empty()) result.left.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  result.servers = side->server_stats();
   for (const auto& bytes : all) {
     CommStats s;
     std::memcpy(&s, bytes.data(), sizeof s);
@@ -150,9 +218,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   }
 }
 
-void finish(const TrainConfig& config, const RunShape& shape, RunResult& result) {
-  result.steps = shape.total_steps;
-  result.samples = shape.total_steps * config.batch * static_cast<size_t>(config.workers);
+void finish(const TrainConfig& config, RunResult& result) {
   for (size_t s = 0; s < result.step_losses.size(); ++s)
     if ((s + 1) % std::max<size_t>(config.log_every, 1) == 0 || s + 1 == result.step_losses.size())
       result.loss_curve.push_back({s + 1, result.step_losses[s]});
@@ -160,9 +226,11 @@ void finish(const TrainConfig& config, const RunShape& shape, RunResult& result)
       result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0;
 }
 
-StrategyConfig strategy_config(const TrainConfig& config) {
+StrategyConfig strategy_config(const TrainConfig& config, const RunShape& shape) {
   StrategyConfig c = config.strategy;
   c.timeout = config.comm_timeout;
+  c.steps_per_epoch = shape.steps_per_epoch;
+  c.total_steps = shape.total_steps;
   return c;
 }
 
@@ -176,35 +244,55 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
   const RunShape shape = run_shape(config, train_set);
   std::vector<std::unique_ptr<Model>> replicas;
   for (int r = 0; r < workers; ++r) replicas.push_back(make_replica());
+  auto strategy = make_strategy_group(strategy_config(config, shape), replicas[0]->params().size(), workers);
+  const int servers = strategy->servers();
   auto group = std::make_shared<LocalGroup>(workers, config.comm_timeout);
-  auto strategy = make_strategy_group(strategy_config(config), replicas[0]->params().size(), workers);
+  // With parameter servers, the shards are threads W..W+S-1 of a second group.
+  auto with_servers = servers > 0 ? std::make_shared<LocalGroup>(workers + servers, config.comm_timeout) : nullptr;
   RunResult result;
   FirstError first_error;
+  auto stop_everyone = [&](const std::string& reason) {
+    group->abort(reason);
+    if (with_servers) with_servers->abort(reason);
+    strategy->abort(reason);
+  };
   std::vector<std::thread> threads;
   for (int r = 0; r < workers; ++r)
     threads.emplace_back([&, r] {
       try {
         if (config.pin_workers) pin_current_thread(r);
         LocalCommunicator comm(group, r);
+        std::unique_ptr<LocalCommunicator> to_servers;
+        if (with_servers) to_servers = std::make_unique<LocalCommunicator>(with_servers, r);
         run_worker(config, shape, train_set, test_set, *replicas[static_cast<size_t>(r)], *strategy, comm,
-                   callbacks, result);
+                   to_servers.get(), callbacks, result);
       } catch (const std::exception& e) {
         first_error.record(e.what());
-        const std::string reason = fmt::format("stopped because worker {} failed", r);
-        group->abort(reason);
-        strategy->abort(reason);
+        stop_everyone(fmt::format("stopped because worker {} failed", r));
+      }
+    });
+  for (int s = 0; s < servers; ++s)
+    threads.emplace_back([&, s] {
+      try {
+        LocalCommunicator comm(with_servers, workers + s);
+        strategy->serve(comm, s, replicas[0]->layout());
+      } catch (const std::exception& e) {
+        first_error.record(e.what());
+        stop_everyone(fmt::format("stopped because server shard {} failed", s));
       }
     });
   for (auto& t : threads) t.join();
   if (!first_error.message().empty()) throw Error(first_error.message());
-  finish(config, shape, result);
+  finish(config, result);
   result.wall_seconds = wall.seconds();
   return result;
 }
 
-RunResult train_on(Communicator& comm, const TrainConfig& config, const Dataset& train_set,
-                   const Dataset* test_set, const ModelFactory& make_replica,
-                   const TrainCallbacks& callbacks) {
+namespace {
+
+RunResult train_with(Communicator& comm, Communicator* with_servers, const TrainConfig& config,
+                     const Dataset& train_set, const Dataset* test_set, const ModelFactory& make_replica,
+                     const TrainCallbacks& callbacks) {
   if (config.workers != comm.size())
     throw Error(fmt::format("train: {} workers configured but the {} backend has {}", config.workers,
                             comm.backend(), comm.size()));
@@ -212,12 +300,49 @@ RunResult train_on(Communicator& comm, const TrainConfig& config, const Dataset&
   Stopwatch wall;
   const RunShape shape = run_shape(config, train_set);
   auto model = make_replica();
-  auto strategy = make_strategy_group(strategy_config(config), model->params().size(), comm.size());
+  auto strategy = make_strategy_group(strategy_config(config, shape), model->params().size(), comm.size());
+  if (strategy->servers() > 0 && !with_servers)
+    throw Error("--strategy " + config.strategy.name + ": needs server shards besides the workers");
+  if (with_servers && with_servers->size() != comm.size() + strategy->servers())
+    throw Error(fmt::format("--servers {}: {} workers and {} shards need {} ranks, not {}", strategy->servers(),
+                            comm.size(), strategy->servers(), comm.size() + strategy->servers(),
+                            with_servers->size()));
   RunResult result;
-  run_worker(config, shape, train_set, test_set, *model, *strategy, comm, callbacks, result);
-  finish(config, shape, result);
+  run_worker(config, shape, train_set, test_set, *model, *strategy, comm, with_servers, callbacks, result);
+  finish(config, result);
   result.wall_seconds = wall.seconds();
   return result;
+}
+
+}  // namespace
+
+RunResult train_on(Communicator& comm, const TrainConfig& config, const Dataset& train_set,
+                   const Dataset* test_set, const ModelFactory& make_replica,
+                   const TrainCallbacks& callbacks) {
+  return train_with(comm, nullptr, config, train_set, test_set, make_replica, callbacks);
+}
+
+RunResult train_on(Communicator& workers, Communicator& with_servers, const TrainConfig& config,
+                   const Dataset& train_set, const Dataset* test_set, const ModelFactory& make_replica,
+                   const TrainCallbacks& callbacks) {
+  return train_with(workers, &with_servers, config, train_set, test_set, make_replica, callbacks);
+}
+
+void serve_on(Communicator& with_servers, const TrainConfig& config, const Dataset& train_set,
+              const ModelFactory& make_replica) {
+  validate(config, train_set);
+  const RunShape shape = run_shape(config, train_set);
+  auto model = make_replica();  // for the layout of the flat buffer, which the codecs need
+  auto strategy = make_strategy_group(strategy_config(config, shape), model->params().size(), config.workers);
+  if (with_servers.size() != config.workers + strategy->servers())
+    throw Error(fmt::format("--servers {}: {} workers and {} shards need {} ranks, not {}", strategy->servers(),
+                            config.workers, strategy->servers(), config.workers + strategy->servers(),
+                            with_servers.size()));
+  strategy->serve(with_servers, with_servers.rank() - config.workers, model->layout());
+}
+
+int servers_needed(const TrainConfig& config) {
+  return uses_parameter_servers(config.strategy.name) ? config.strategy.servers : 0;
 }
 
 }  // namespace ptrain

@@ -24,6 +24,9 @@ struct TrainConfig {
   size_t log_every = 10;  // record the loss every k steps
   std::chrono::milliseconds comm_timeout{60000};
   bool pin_workers = true;  // worker r on the r-th allowed core (see core/thread_affinity.hpp)
+  // --straggler RANK:FACTOR: worker RANK computes FACTOR times slower (-1: nobody).
+  int straggler_rank = -1;
+  double straggler_factor = 1;
 };
 
 struct EpochMetrics {
@@ -48,7 +51,10 @@ struct RunResult {
   std::vector<CommStats> comm;        // per worker
   std::vector<CodecStats> codec;      // per worker (all zero without compression)
   std::vector<float> final_params;    // the model to evaluate (rank 0's after the last step)
-  size_t steps = 0;
+  std::vector<ServerStats> servers;   // per parameter-server shard (empty without servers)
+  std::vector<size_t> worker_steps;   // steps each worker took (they differ under ssp and async)
+  std::vector<std::string> left;      // async: the workers that failed and left, and why
+  size_t steps = 0;          // per worker; under ssp and async, the most any worker took
   size_t samples = 0;        // samples processed by all workers
   double train_seconds = 0;  // evaluation excluded
   double wall_seconds = 0;
@@ -81,5 +87,15 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
 RunResult train_on(Communicator& comm, const TrainConfig& config, const Dataset& train_set,
                    const Dataset* test_set, const ModelFactory& make_replica,
                    const TrainCallbacks& callbacks = {});
+// The same with parameter servers: `workers` joins the W worker ranks,
+// `with_servers` the W workers and the S shard ranks after them.
+RunResult train_on(Communicator& workers, Communicator& with_servers, const TrainConfig& config,
+                   const Dataset& train_set, const Dataset* test_set, const ModelFactory& make_replica,
+                   const TrainCallbacks& callbacks = {});
+// A shard rank's whole part in that run: serves shard (rank - W) until the workers finish.
+void serve_on(Communicator& with_servers, const TrainConfig& config, const Dataset& train_set,
+              const ModelFactory& make_replica);
+// How many server shards the configured strategy needs (0: none).
+int servers_needed(const TrainConfig& config);
 
 }  // namespace ptrain

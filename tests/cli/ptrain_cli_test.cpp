@@ -270,7 +270,35 @@ TEST(PtrainCli, AnErrorOnOneRankEndsTheMpiJob) {
   if (std::system("command -v mpirun >/dev/null") != 0) GTEST_SKIP() << "no mpirun";
   const Outcome o = run_ptrain_with_env(std::string(kMpirun) + " -np 2", "train --workers 3");
   EXPECT_NE(o.exit_code, 0);
-  EXPECT_NE(o.err.find("--workers 3 does not match the 2 ranks"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("--workers 3 does not match the 2 worker ranks"), std::string::npos) << o.err;
+}
+
+// Issue 5: 4 workers and 2 server shards as 6 MPI ranks train the same bits as
+// 4 worker threads and 2 shard threads; every rank says what it is.
+TEST(PtrainCli, MpirunRunsParameterServerShardsAsRanks) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (std::system("command -v mpirun >/dev/null") != 0) GTEST_SKIP() << "no mpirun";
+  test::ScratchDir dir;
+  const std::string args = " --strategy ps-sync --servers 2 --train-samples 4096 --epochs 1 --max-steps 30 --batch 16 --report ";
+  const std::string local = dir.file("local.json"), mpi = dir.file("mpi.json");
+  const Outcome threads = run_ptrain("train --workers 4" + args + local);
+  ASSERT_EQ(threads.exit_code, 0) << threads.err;
+  EXPECT_NE(threads.out.find("4 workers as threads and 2 server shard thread(s)"), std::string::npos) << threads.out;
+  EXPECT_NE(threads.out.find("staleness    mean 0.00, p99 0, max 0"), std::string::npos) << threads.out;
+  const Outcome ranks = run_ptrain_with_env(std::string(kMpirun) + " -np 6", "train" + args + mpi);
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  for (const char* role : {"rank 0 of 6: worker 0", "rank 3 of 6: worker 3", "rank 4 of 6: parameter server shard 0",
+                           "rank 5 of 6: parameter server shard 1"})
+    EXPECT_NE(ranks.out.find(role), std::string::npos) << role << "\n" << ranks.out;
+  EXPECT_EQ(report_field(mpi, "parameter_server", "shards"), "2");
+  EXPECT_EQ(report_field(mpi, "parameter_server", "updates"), "30");
+  EXPECT_EQ(report_field(local, "summary", "final_params_fnv1a64"),
+            report_field(mpi, "summary", "final_params_fnv1a64"));
+  // Too few ranks for the shards is a one-line error.
+  const Outcome none = run_ptrain_with_env(std::string(kMpirun) + " -np 2", "train --strategy async --servers 2");
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("--servers 2: mpirun started 2 ranks, which leaves no worker"), std::string::npos)
+      << none.err;
 }
 
 }  // namespace

@@ -1,0 +1,116 @@
+#include "ps/ps_client.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+PsClient::PsClient(Communicator& comm, int workers, std::vector<ShardRange> ranges, const CodecConfig& codec,
+                   const FlatLayout& layout, std::string strategy, std::chrono::milliseconds patience)
+    : comm_(comm),
+      workers_(workers),
+      ranges_(std::move(ranges)),
+      strategy_(std::move(strategy)),
+      patience_(patience) {
+  if (comm_.size() != workers_ + static_cast<int>(ranges_.size()))
+    throw Error(fmt::format("{}: {} workers and {} server shard(s) need a group of {}, not {}", strategy_, workers_,
+                            ranges_.size(), workers_ + static_cast<int>(ranges_.size()), comm_.size()));
+  pulled_.assign(ranges_.size(), 0);
+  if (codec.name != "none")
+    for (const auto& r : ranges_) codecs_.push_back(make_codec(codec, codec_range(layout, r.begin, r.end), worker()));
+}
+
+void PsClient::send(size_t shard, const PsRequest& request, std::span<const std::byte> payload) {
+  comm_.send(shard_rank(shard), kTagPsRequest, ps_message(request, payload));
+}
+
+std::vector<std::vector<std::byte>> PsClient::answers(size_t shards, const char* what) {
+  std::vector<std::vector<std::byte>> got(shards);
+  std::vector<bool> in(shards, false);
+  for (size_t n = 0; n < shards; ++n) {
+    auto message = comm_.recv_any(kTagPsReply, patience_);
+    if (!message) {
+      std::string missing;
+      for (size_t s = 0; s < shards; ++s)
+        if (!in[s]) missing += (missing.empty() ? "" : ", ") + std::to_string(s);
+      throw Error(fmt::format("{}: worker {} timed out after {:.3g} s waiting for {} from server shard(s) {}",
+                              strategy_, worker(), std::chrono::duration<double>(patience_).count(), what,
+                              missing));
+    }
+    const int shard = message->from - workers_;
+    if (shard < 0 || shard >= static_cast<int>(shards) || in[static_cast<size_t>(shard)])
+      throw Error(fmt::format("{}: worker {} got an unexpected message from rank {} while waiting for {}",
+                              strategy_, worker(), message->from, what));
+    in[static_cast<size_t>(shard)] = true;
+    got[static_cast<size_t>(shard)] = std::move(message->bytes);
+  }
+  return got;
+}
+
+void PsClient::init(std::span<const float> params) {
+  for (size_t s = 0; s < ranges_.size(); ++s)
+    send(s, {PsRequestKind::Init, static_cast<uint32_t>(worker()), 0, 0},
+         std::as_bytes(params.subspan(ranges_[s].begin, ranges_[s].size())));
+}
+
+PsDecision PsClient::begin() {
+  send(0, {PsRequestKind::Begin, static_cast<uint32_t>(worker()), 0, 0});
+  return ps_header<PsDecision>(answers(1, "the go-ahead for a step").front(), "go-ahead");
+}
+
+void PsClient::pull(std::span<float> params, uint64_t min_version, uint64_t min_received) {
+  for (size_t s = 0; s < ranges_.size(); ++s)
+    send(s, {PsRequestKind::Pull, static_cast<uint32_t>(worker()), min_version, min_received});
+  const auto replies = answers(ranges_.size(), "parameters");
+  for (size_t s = 0; s < ranges_.size(); ++s) {
+    const size_t bytes = ranges_[s].size() * sizeof(float);
+    if (replies[s].size() != sizeof(PsParamsHeader) + bytes)
+      throw Error(fmt::format("{}: server shard {} sent {} bytes of parameters; worker {} expected {}", strategy_,
+                              s, replies[s].size() - std::min(replies[s].size(), sizeof(PsParamsHeader)),
+                              worker(), bytes));
+    pulled_[s] = ps_header<PsParamsHeader>(replies[s], "parameters").version;
+    std::memcpy(params.data() + ranges_[s].begin, replies[s].data() + sizeof(PsParamsHeader), bytes);
+  }
+}
+
+bool PsClient::claim(uint64_t version) {
+  send(0, {PsRequestKind::Claim, static_cast<uint32_t>(worker()), version, 0});
+  return ps_header<PsDecision>(answers(1, "the answer to its claim").front(), "claim answer").go != 0;
+}
+
+void PsClient::push(std::span<const float> grad, const StepInfo& info) {
+  for (size_t s = 0; s < ranges_.size(); ++s) {
+    const PsRequest request{PsRequestKind::Push, static_cast<uint32_t>(worker()), pulled_[s], 0};
+    const auto slice = grad.subspan(ranges_[s].begin, ranges_[s].size());
+    if (codecs_.empty()) {
+      send(s, request, std::as_bytes(slice));
+    } else {
+      const Encoded encoded = codecs_[s]->encode(slice, info);
+      send(s, request, encoded.bytes);
+    }
+  }
+}
+
+void PsClient::leave(bool holding_ticket) {
+  for (size_t s = 0; s < ranges_.size(); ++s)
+    send(s, {PsRequestKind::Leave, static_cast<uint32_t>(worker()), 0, holding_ticket ? 1u : 0u});
+}
+
+std::vector<ServerStats> PsClient::finish() {
+  for (size_t s = 0; s < ranges_.size(); ++s) send(s, {PsRequestKind::Finish, static_cast<uint32_t>(worker()), 0, 0});
+  std::vector<ServerStats> stats;
+  for (const auto& bytes : answers(ranges_.size(), "statistics")) stats.push_back(ServerStats::deserialize(bytes));
+  return stats;
+}
+
+CodecStats PsClient::codec_stats() const {
+  CodecStats total;
+  for (const auto& c : codecs_) total += c->stats();
+  return total;
+}
+
+}  // namespace ptrain

@@ -1,0 +1,55 @@
+#pragma once
+// The messages between workers and parameter-server shards, in ps-lite's three
+// verbs (push, pull, wait) plus the few a coordinated schedule needs. Every
+// request goes to a shard with kTagPsRequest; every answer comes back with
+// kTagPsReply. A message is a fixed header followed by a payload.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace ptrain {
+
+inline constexpr int kTagPsRequest = 20;
+inline constexpr int kTagPsReply = 21;
+
+enum class PsRequestKind : uint32_t {
+  Begin = 1,   // to shard 0: may this worker take another step in this epoch?
+  Pull = 2,    // this shard's parameters, once it holds `version` updates and `received` pushes
+  Claim = 3,   // to shard 0 (ps-backup): is my gradient for `version` among the first W - b?
+  Push = 4,    // a gradient slice for `version` (payload: the codec's bytes, or raw floats)
+  Leave = 5,   // the worker failed and leaves the run; `received` = 1 if it held an unpushed ticket
+  Finish = 6,  // from worker 0 after the run: send your statistics and stop serving
+  Init = 7,    // from worker 0 before the first step: the shard's initial parameters
+};
+
+struct PsRequest {
+  PsRequestKind kind = PsRequestKind::Pull;
+  uint32_t worker = 0;
+  uint64_t version = 0;
+  uint64_t received = 0;
+};
+
+// The answer to Begin and Claim.
+struct PsDecision {
+  uint32_t go = 0;         // Begin: 1 = take a step, 0 = the epoch is over; Claim: 1 = accepted
+  uint64_t version = 0;    // Begin: the version to pull at least
+  uint64_t received = 0;   // Begin with go = 0: pushes every shard will have received by the epoch's end
+};
+
+// The answer to Pull; followed by the shard's parameters as floats.
+struct PsParamsHeader {
+  uint64_t version = 0;
+};
+
+// A header and its payload, as one message.
+template <typename Header>
+std::vector<std::byte> ps_message(const Header& header, std::span<const std::byte> payload = {});
+
+// The header of a message, and what follows it. Throws ptrain::Error when the
+// message is shorter than a header (`what` names the message).
+template <typename Header>
+Header ps_header(std::span<const std::byte> message, const char* what);
+std::span<const std::byte> ps_payload(std::span<const std::byte> message, size_t header_bytes);
+
+}  // namespace ptrain

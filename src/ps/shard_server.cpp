@@ -1,0 +1,205 @@
+#include "ps/shard_server.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+ShardServer::ShardServer(Communicator& comm, ShardConfig config, std::unique_ptr<StepCoordinator> coordinator)
+    : comm_(comm),
+      config_(std::move(config)),
+      coordinator_(std::move(coordinator)),
+      optimizer_(make_optimizer(config_.optimizer, config_.range.size())),
+      decoder_(make_codec(config_.codec, config_.codec_range, 0)),
+      params_(config_.range.size()),
+      sum_(config_.range.size()) {
+  if (comm_.size() < config_.workers + 1 || config_.shard < 0 || config_.workers + config_.shard >= comm_.size())
+    throw Error(fmt::format("{}: shard {} does not fit a group of {} with {} workers", config_.strategy,
+                            config_.shard, comm_.size(), config_.workers));
+  if (config_.gradients_per_update < 1) throw Error(config_.strategy + ": an update needs at least one gradient");
+}
+
+void ShardServer::serve() {
+  for (;;) {
+    auto message = comm_.recv_any(kTagPsRequest, config_.timeout);
+    if (!message) {
+      // Idle is normal (workers evaluate, or wait at a barrier); a half-collected update is not.
+      if (!collected_.empty())
+        throw Error(fmt::format("{}: server shard {} timed out after {:.3g} s waiting for gradients for update "
+                                "{} ({} of {} in; none yet from worker(s) {})",
+                                config_.strategy, config_.shard,
+                                std::chrono::duration<double>(config_.timeout).count(), version_ + 1,
+                                collected_.size(), config_.gradients_per_update, waiting_for()));
+      continue;
+    }
+    if (message->from >= config_.workers)
+      throw Error(fmt::format("{}: server shard {} got a request from rank {}, which is not a worker",
+                              config_.strategy, config_.shard, message->from));
+    const auto request = ps_header<PsRequest>(message->bytes, "parameter server request");
+    if (request.worker != static_cast<uint32_t>(message->from))
+      throw Error(fmt::format("{}: server shard {}: rank {} sent a request as worker {}", config_.strategy,
+                              config_.shard, message->from, request.worker));
+    if (request.kind == PsRequestKind::Finish) {
+      ServerStats stats = stats_;
+      if (coordinator_) coordinator_->add_stats(stats);
+      const auto bytes = stats.serialize();
+      reply(message->from, bytes);
+      return;
+    }
+    handle(message->from, message->bytes);
+    answer_held();
+  }
+}
+
+void ShardServer::handle(int from, std::span<const std::byte> message) {
+  const auto request = ps_header<PsRequest>(message, "parameter server request");
+  const auto payload = ps_payload(message, sizeof(PsRequest));
+  switch (request.kind) {
+    case PsRequestKind::Init:
+      if (payload.size() != params_.size() * sizeof(float))
+        throw Error(fmt::format("{}: server shard {} holds {} parameters but worker {} sent {} bytes of them",
+                                config_.strategy, config_.shard, params_.size(), from, payload.size()));
+      std::memcpy(params_.data(), payload.data(), payload.size());
+      initialized_ = true;
+      return;
+    case PsRequestKind::Begin:
+      if (!coordinator_)
+        throw Error(fmt::format("{}: worker {} asked server shard {} to begin a step (only shard 0 coordinates)",
+                                config_.strategy, from, config_.shard));
+      held_begins_.push_back(from);
+      return;
+    case PsRequestKind::Pull:
+      held_pulls_.push_back({from, request});
+      return;
+    case PsRequestKind::Claim: {
+      if (!coordinator_)
+        throw Error(fmt::format("{}: worker {} sent a claim to server shard {} (only shard 0 coordinates)",
+                                config_.strategy, from, config_.shard));
+      PsDecision decision;
+      decision.go = coordinator_->claim(from, request.version) ? 1 : 0;
+      decision.version = request.version;
+      reply(from, ps_message(decision));
+      return;
+    }
+    case PsRequestKind::Push:
+      push(request, payload);
+      return;
+    case PsRequestKind::Leave:
+      if (request.received > 0) received_++;  // its ticket will never be pushed
+      stats_.left_workers.push_back(request.worker);
+      if (coordinator_) coordinator_->left(from);
+      return;
+    case PsRequestKind::Finish:
+      return;  // handled by serve()
+  }
+  throw Error(fmt::format("{}: server shard {} got a request of unknown kind {} from worker {}", config_.strategy,
+                          config_.shard, static_cast<uint32_t>(request.kind), from));
+}
+
+void ShardServer::push(const PsRequest& request, std::span<const std::byte> payload) {
+  const int worker = static_cast<int>(request.worker);
+  if (!initialized_)
+    throw Error(fmt::format("{}: worker {} pushed to server shard {} before it had its initial parameters",
+                            config_.strategy, worker, config_.shard));
+  received_++;
+  if (coordinator_) coordinator_->pushed(worker);
+  if (!config_.aggregated) return apply_one(request, payload);
+  if (request.version != version_)
+    throw Error(fmt::format("{}: server shard {} is at update {} but worker {} pushed a gradient for update {}",
+                            config_.strategy, config_.shard, version_, worker, request.version));
+  if (collected_.count(worker))
+    throw Error(fmt::format("{}: worker {} pushed twice to server shard {} for update {}", config_.strategy,
+                            worker, config_.shard, version_));
+  collected_[worker].assign(payload.begin(), payload.end());
+  if (collected_.size() == config_.gradients_per_update) apply_aggregated();
+}
+
+void ShardServer::apply_aggregated() {
+  std::fill(sum_.begin(), sum_.end(), 0.0f);
+  for (const auto& [worker, payload] : collected_) decode_into(payload, sum_, worker);  // in worker order
+  const float scale = 1.0f / static_cast<float>(collected_.size());
+  for (float& g : sum_) g *= scale;
+  optimizer_->step(params_, sum_);
+  version_++;
+  stats_.updates++;
+  for (size_t i = 0; i < collected_.size(); ++i) stats_.record_staleness(0);
+  collected_.clear();
+}
+
+void ShardServer::apply_one(const PsRequest& request, std::span<const std::byte> payload) {
+  const uint64_t staleness = version_ >= request.version ? version_ - request.version : 0;
+  const double scale = config_.staleness_rule ? config_.staleness_rule(staleness) : 1.0;
+  if (scale <= 0) {
+    stats_.dropped_stale++;
+    return;
+  }
+  std::fill(sum_.begin(), sum_.end(), 0.0f);
+  decode_into(payload, sum_, static_cast<int>(request.worker));
+  if (scale != 1.0) optimizer_->set_lr(static_cast<float>(config_.optimizer.lr * scale));
+  optimizer_->step(params_, sum_);
+  if (scale != 1.0) optimizer_->set_lr(config_.optimizer.lr);
+  version_++;
+  stats_.updates++;
+  stats_.record_staleness(staleness);
+}
+
+void ShardServer::decode_into(std::span<const std::byte> payload, std::span<float> out, int worker) const {
+  if (!decoder_) {
+    if (payload.size() != out.size() * sizeof(float))
+      throw Error(fmt::format("{}: worker {} pushed {} bytes to server shard {}, which expects {} floats",
+                              config_.strategy, worker, payload.size(), config_.shard, out.size()));
+    const auto* g = reinterpret_cast<const float*>(payload.data());
+    for (size_t i = 0; i < out.size(); ++i) out[i] += g[i];
+    return;
+  }
+  Encoded encoded{out.size(), std::vector<std::byte>(payload.begin(), payload.end())};
+  decoder_->decode_add(encoded, out);
+}
+
+bool ShardServer::pull_ready(const PsRequest& request) const {
+  return initialized_ && version_ >= request.version && received_ >= request.received;
+}
+
+void ShardServer::answer_held() {
+  // A Begin answered may change what the coordinator says to the others: ask until nothing changes.
+  for (bool changed = true; changed && coordinator_;) {
+    changed = false;
+    for (size_t i = 0; i < held_begins_.size(); ++i) {
+      const int worker = held_begins_[i];
+      if (auto decision = coordinator_->begin(worker)) {
+        held_begins_.erase(held_begins_.begin() + static_cast<std::ptrdiff_t>(i));
+        reply(worker, ps_message(*decision));
+        changed = true;
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < held_pulls_.size();) {
+    if (!pull_ready(held_pulls_[i].request)) {
+      ++i;
+      continue;
+    }
+    const int worker = held_pulls_[i].worker;
+    held_pulls_.erase(held_pulls_.begin() + static_cast<std::ptrdiff_t>(i));
+    answer_pull(worker);
+  }
+}
+
+void ShardServer::answer_pull(int worker) {
+  reply(worker, ps_message(PsParamsHeader{version_}, std::as_bytes(std::span<const float>(params_))));
+}
+
+void ShardServer::reply(int worker, std::span<const std::byte> message) { comm_.send(worker, kTagPsReply, message); }
+
+std::string ShardServer::waiting_for() const {
+  std::string missing;
+  for (int w = 0; w < config_.workers; ++w)
+    if (!collected_.count(w)) missing += (missing.empty() ? "" : ", ") + std::to_string(w);
+  return missing;
+}
+
+}  // namespace ptrain

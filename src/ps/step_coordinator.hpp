@@ -1,0 +1,29 @@
+#pragma once
+// Shard 0's part of a parameter-server strategy: when each worker may take a
+// step, when an epoch is over, and (ps-backup) which gradients make a step.
+// The shard asks it on every Begin and Claim, tells it of every push and
+// departure, and asks again for the Begins it holds after any change. The
+// strategies in sync/ implement it.
+#include <optional>
+
+#include "ps/ps_protocol.hpp"
+#include "ps/server_stats.hpp"
+
+namespace ptrain {
+
+class StepCoordinator {
+ public:
+  virtual ~StepCoordinator() = default;
+  // The answer to `worker`'s Begin, or nullopt to hold it until something changes.
+  virtual std::optional<PsDecision> begin(int worker) = 0;
+  // ps-backup: whether `worker`'s gradient for `version` is among the first W - b.
+  virtual bool claim(int /*worker*/, uint64_t /*version*/) { return true; }
+  // A push from `worker` reached shard 0.
+  virtual void pushed(int /*worker*/) {}
+  // `worker` failed and left the run (async).
+  virtual void left(int /*worker*/) {}
+  // What the coordinator counted (dropped_late, max_clock_gap).
+  virtual void add_stats(ServerStats& /*stats*/) const {}
+};
+
+}  // namespace ptrain

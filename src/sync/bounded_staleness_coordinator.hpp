@@ -1,0 +1,46 @@
+#pragma once
+// Shard 0's schedule for ssp and async: every gradient is applied as it
+// arrives, and an epoch is W x steps_per_epoch gradients, handed out as
+// tickets to whichever worker asks next, so fast workers do more of them.
+//  - ssp (Stale Synchronous Parallel): a worker may not begin a step while it
+//    is more than s steps ahead of the slowest worker still in the epoch.
+//  - async: no bound.
+// With --warmup-single N, only worker 0 trains until N gradients are in.
+#include <optional>
+#include <vector>
+
+#include "ps/step_coordinator.hpp"
+
+namespace ptrain {
+
+class BoundedStalenessCoordinator : public StepCoordinator {
+ public:
+  // `staleness`: ssp's s; nullopt for async.
+  // `total_steps` (per worker) may cut the last epoch short (--max-steps).
+  BoundedStalenessCoordinator(int workers, size_t steps_per_epoch, size_t total_steps,
+                              std::optional<uint64_t> staleness, uint64_t warmup_single);
+  std::optional<PsDecision> begin(int worker) override;
+  void pushed(int worker) override;
+  void left(int worker) override;
+  void add_stats(ServerStats& stats) const override {
+    stats.max_clock_gap = std::max(stats.max_clock_gap, max_gap_);
+  }
+
+ private:
+  bool warming_up() const { return pushes_ < warmup_single_ && live_[0]; }
+
+  int workers_;
+  uint64_t tickets_per_epoch_;
+  uint64_t tickets_left_;   // in the run, for the epochs not begun yet and this one
+  uint64_t epoch_tickets_;  // this epoch's
+  std::optional<uint64_t> staleness_;
+  uint64_t warmup_single_;
+  uint64_t issued_ = 0;        // tickets this epoch
+  uint64_t issued_total_ = 0;  // tickets in the run: each becomes a push, or a Leave's void one
+  uint64_t pushes_ = 0;
+  uint64_t max_gap_ = 0;
+  std::vector<uint64_t> clock_;  // pushes this epoch (after the warm-up), per worker
+  std::vector<bool> live_, stopped_;
+};
+
+}  // namespace ptrain

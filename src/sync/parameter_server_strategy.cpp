@@ -1,0 +1,149 @@
+#include "sync/parameter_server_strategy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "ps/shard_server.hpp"
+#include "sync/bounded_staleness_coordinator.hpp"
+#include "sync/synchronous_coordinator.hpp"
+
+namespace ptrain {
+
+namespace {
+
+void validate(const StrategyConfig& c, int workers) {
+  const std::string& name = c.name;
+  if (c.servers < 1) throw Error(fmt::format("--servers must be at least 1 (got {})", c.servers));
+  if (name == "ps-backup" && (c.backup < 1 || c.backup >= workers))
+    throw Error(fmt::format("--backup {}: ps-backup needs 1 <= b < W = {} (each update takes W - b gradients)",
+                            c.backup, workers));
+  const bool asynchronous = name == "ssp" || name == "async";
+  if (!asynchronous && c.stale_policy.kind != StalePolicy::Kind::None)
+    throw Error("--stale-policy " + to_string(c.stale_policy) + ": only ssp and async apply stale gradients");
+  if (!asynchronous && c.warmup_single > 0)
+    throw Error("--warmup-single: only ssp and async start with a single worker");
+  if (name != "async" && c.async_lr_divide) throw Error("--async-lr-divide: only for --strategy async");
+  if (c.steps_per_epoch == 0 || c.total_steps == 0) throw Error(name + ": the run has no steps");
+}
+
+}  // namespace
+
+ParameterServerGroup::ParameterServerGroup(StrategyConfig config, size_t num_params, int workers)
+    : config_(std::move(config)), workers_(workers) {
+  validate(config_, workers);
+  ranges_ = shard_ranges(num_params, config_.servers);
+  if (config_.async_lr_divide) config_.optimizer.lr /= static_cast<float>(workers);
+}
+
+std::unique_ptr<WorkerStrategy> ParameterServerGroup::for_worker(Model&, Communicator&) {
+  throw Error(config_.name + ": needs server shards besides the workers (a communicator that joins them)");
+}
+
+std::unique_ptr<WorkerStrategy> ParameterServerGroup::for_worker_with_servers(Model& model, Communicator&,
+                                                                              Communicator& with_servers) {
+  return std::make_unique<ParameterServerWorker>(*this, model, with_servers);
+}
+
+void ParameterServerGroup::serve(Communicator& with_servers, int shard, const FlatLayout& layout) {
+  const ShardRange range = ranges_.at(static_cast<size_t>(shard));
+  ShardConfig c;
+  c.strategy = config_.name;
+  c.shard = shard;
+  c.workers = workers_;
+  c.range = range;
+  c.optimizer = config_.optimizer;
+  c.codec = config_.codec;
+  c.codec_range = codec_range(layout, range.begin, range.end);
+  c.aggregated = aggregated();
+  c.gradients_per_update = static_cast<size_t>(workers_ - (config_.name == "ps-backup" ? config_.backup : 0));
+  c.staleness_rule = staleness_rule(config_.stale_policy);
+  c.timeout = config_.timeout;
+  std::unique_ptr<StepCoordinator> coordinator;
+  if (shard == 0) {
+    if (aggregated())
+      coordinator = std::make_unique<SynchronousCoordinator>(
+          workers_, config_.name == "ps-backup" ? config_.backup : 0, config_.steps_per_epoch,
+          config_.total_steps);
+    else
+      coordinator = std::make_unique<BoundedStalenessCoordinator>(
+          workers_, config_.steps_per_epoch, config_.total_steps,
+          config_.name == "ssp" ? std::optional<uint64_t>(config_.staleness) : std::nullopt,
+          config_.warmup_single);
+  }
+  ShardServer(with_servers, std::move(c), std::move(coordinator)).serve();
+}
+
+ParameterServerWorker::ParameterServerWorker(const ParameterServerGroup& group, Model& model,
+                                             Communicator& with_servers)
+    : group_(group),
+      model_(model),
+      client_(with_servers, group.workers_, group.ranges_, group.config_.codec, model.layout(), group.config_.name,
+              2 * group.config_.timeout) {}
+
+void ParameterServerWorker::start() {
+  // The shards start from worker 0's weights, as the all-reduce replicas do.
+  if (client_.worker() == 0) client_.init(model_.params());
+}
+
+bool ParameterServerWorker::next_step(size_t, size_t) {
+  const PsDecision decision = client_.begin();
+  if (!decision.go) {
+    epoch_received_ = decision.received;
+    return false;
+  }
+  min_version_ = decision.version;
+  holding_ticket_ = true;
+  return true;
+}
+
+void ParameterServerWorker::pull_same_version(uint64_t min_version) {
+  for (;;) {
+    client_.pull(model_.params(), min_version, 0);
+    uint64_t lo = client_.pulled_version(0), hi = lo;
+    for (size_t s = 1; s < group_.ranges_.size(); ++s) {
+      lo = std::min(lo, client_.pulled_version(s));
+      hi = std::max(hi, client_.pulled_version(s));
+    }
+    if (lo == hi) return;
+    min_version = hi;  // a shard was ahead: take its version everywhere
+  }
+}
+
+float ParameterServerWorker::step(const Batch& batch, const StepInfo& info) {
+  if (group_.aggregated())
+    pull_same_version(min_version_);
+  else
+    client_.pull(model_.params(), min_version_, 0);
+  const float loss = model_.forward_backward(batch);
+  // A diverged worker must not spoil the shared parameters for the others.
+  if (!std::isfinite(loss))
+    throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower --lr); its gradient "
+                            "was not pushed",
+                            client_.worker(), loss, info.step + 1));
+  // ps-backup: only the first W - b gradients for a version are sent at all.
+  if (group_.config_.name == "ps-backup" && !client_.claim(client_.pulled_version(0))) {
+    holding_ticket_ = false;
+    return loss;
+  }
+  client_.push(model_.grads(), info);
+  holding_ticket_ = false;
+  return loss;
+}
+
+void ParameterServerWorker::sync_for_evaluation() { client_.pull(model_.params(), 0, epoch_received_); }
+
+bool ParameterServerWorker::leave() {
+  if (group_.config_.name != "async") return false;
+  client_.leave(holding_ticket_);
+  holding_ticket_ = false;
+  return true;
+}
+
+void ParameterServerWorker::finish() {
+  if (client_.worker() == 0) stats_ = client_.finish();
+}
+
+}  // namespace ptrain

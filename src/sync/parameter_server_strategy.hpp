@@ -1,0 +1,61 @@
+#pragma once
+// The parameter-server strategies: ps-sync, ps-backup, ssp and async. The
+// parameters and the optimizer live on S shard servers (ps/shard_server.hpp);
+// a worker asks shard 0 whether to take a step, pulls the parameters from
+// every shard, computes its gradient and pushes a slice of it to each.
+// Which gradients make an update, and when a worker may go on, is the
+// coordinator's (sync/synchronous_coordinator.hpp,
+// sync/bounded_staleness_coordinator.hpp).
+#include <memory>
+
+#include "ps/ps_client.hpp"
+#include "ps/shard_ranges.hpp"
+#include "sync/strategy.hpp"
+
+namespace ptrain {
+
+class ParameterServerGroup : public StrategyGroup {
+ public:
+  // Throws ptrain::Error for impossible settings (naming the option).
+  ParameterServerGroup(StrategyConfig config, size_t num_params, int workers);
+  std::unique_ptr<WorkerStrategy> for_worker(Model& model, Communicator& comm) override;
+  int servers() const override { return config_.servers; }
+  std::unique_ptr<WorkerStrategy> for_worker_with_servers(Model& model, Communicator& comm,
+                                                          Communicator& with_servers) override;
+  void serve(Communicator& with_servers, int shard, const FlatLayout& layout) override;
+
+ private:
+  friend class ParameterServerWorker;
+  bool aggregated() const { return config_.name == "ps-sync" || config_.name == "ps-backup"; }
+
+  StrategyConfig config_;
+  int workers_;
+  std::vector<ShardRange> ranges_;
+};
+
+class ParameterServerWorker : public WorkerStrategy {
+ public:
+  ParameterServerWorker(const ParameterServerGroup& group, Model& model, Communicator& with_servers);
+  void start() override;
+  bool next_step(size_t done, size_t epoch_steps) override;
+  float step(const Batch& batch, const StepInfo& info) override;
+  void sync_for_evaluation() override;
+  CodecStats codec_stats() const override { return client_.codec_stats(); }
+  bool leave() override;
+  void finish() override;
+  std::vector<ServerStats> server_stats() const override { return stats_; }
+
+ private:
+  // Pulls until every shard answered with the same version (aggregated updates need it).
+  void pull_same_version(uint64_t min_version);
+
+  const ParameterServerGroup& group_;
+  Model& model_;
+  PsClient client_;
+  uint64_t min_version_ = 0;     // what shard 0 said to pull at least
+  uint64_t epoch_received_ = 0;  // pushes every shard has by the end of this epoch
+  bool holding_ticket_ = false;  // began a step and has not pushed it
+  std::vector<ServerStats> stats_;
+};
+
+}  // namespace ptrain

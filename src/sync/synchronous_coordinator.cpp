@@ -1,0 +1,62 @@
+#include "sync/synchronous_coordinator.hpp"
+
+#include <algorithm>
+
+namespace ptrain {
+
+SynchronousCoordinator::SynchronousCoordinator(int workers, int backup, size_t steps_per_epoch,
+                                               size_t total_steps)
+    : workers_(workers),
+      backup_(backup),
+      steps_per_epoch_(steps_per_epoch),
+      total_steps_(total_steps),
+      target_(std::min(steps_per_epoch, total_steps)),
+      begun_(static_cast<size_t>(workers), 0),
+      last_accepted_(static_cast<size_t>(workers), -1),
+      stopped_(static_cast<size_t>(workers), false) {}
+
+std::optional<PsDecision> SynchronousCoordinator::begin(int worker) {
+  const auto w = static_cast<size_t>(worker);
+  if (std::all_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; })) {
+    stopped_.assign(stopped_.size(), false);  // everyone heard the last epoch end: the next begins
+    target_ = std::min<uint64_t>(target_ + steps_per_epoch_, total_steps_);
+  }
+  PsDecision decision;
+  if (backup_ == 0) {
+    // Lockstep: the worker's k-th step needs version k, which takes every worker's gradient for k - 1.
+    if (begun_[w] >= target_) {
+      stopped_[w] = true;
+      decision.received = target_ * static_cast<uint64_t>(workers_);
+      return decision;
+    }
+    decision.go = 1;
+    decision.version = begun_[w]++;
+    return decision;
+  }
+  // A worker whose gradient was chosen waits until its version is complete.
+  if (last_accepted_[w] >= static_cast<int64_t>(closed_)) return std::nullopt;
+  if (closed_ >= target_) {
+    stopped_[w] = true;
+    decision.received = expected_;
+    return decision;
+  }
+  decision.go = 1;
+  decision.version = closed_;
+  return decision;
+}
+
+bool SynchronousCoordinator::claim(int worker, uint64_t version) {
+  if (version != closed_ || closed_ >= target_) {
+    dropped_late_++;  // its version already has its W - b gradients
+    return false;
+  }
+  last_accepted_[static_cast<size_t>(worker)] = static_cast<int64_t>(version);
+  expected_++;
+  if (++accepted_ == static_cast<uint64_t>(workers_ - backup_)) {
+    closed_++;
+    accepted_ = 0;
+  }
+  return true;
+}
+
+}  // namespace ptrain
