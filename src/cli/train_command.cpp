@@ -155,6 +155,7 @@ nlohmann::json config_json(const TrainOptions& o, const Dataset& train_set, cons
           {"batch_per_worker", o.train.batch},
           {"epochs", o.train.epochs},
           {"max_steps", o.train.max_steps},
+          {"time_limit_s", o.train.time_limit_s},
           {"seed", o.train.seed},
           {"optimizer", o.optimizer},
           {"lr", o.lr},
@@ -252,6 +253,8 @@ CLI::App* add_train_command(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--batch", o.train.batch, "Mini-batch size per worker");
   cmd->add_option("--epochs", o.train.epochs, "Passes over the training set");
   cmd->add_option("--max-steps", o.train.max_steps, "Stop after this many steps (0: no limit)");
+  cmd->add_option("--time-limit", o.train.time_limit_s,
+                  "Parameter servers: stop after this many seconds of training (0: no limit; --epochs is the most)");
   cmd->add_option("--seed", o.train.seed, "Seed for data order and initial weights");
   cmd->add_option("--data", o.data_dir, "Directory with the Fashion-MNIST IDX files (.gz or not)");
   cmd->add_flag("--standardize,!--no-standardize", o.standardize,

@@ -33,6 +33,7 @@ struct PsRequest {
 // The answer to Begin and Claim.
 struct PsDecision {
   uint32_t go = 0;         // Begin: 1 = take a step, 0 = the epoch is over; Claim: 1 = accepted
+  uint32_t over = 0;       // Begin with go = 0: the run is over (--time-limit)
   uint64_t version = 0;    // Begin: the version to pull at least
   uint64_t received = 0;   // Begin with go = 0: pushes every shard will have received by the epoch's end
 };

@@ -6,7 +6,7 @@ namespace ptrain {
 
 BoundedStalenessCoordinator::BoundedStalenessCoordinator(int workers, size_t steps_per_epoch, size_t total_steps,
                                                          std::optional<uint64_t> staleness,
-                                                         uint64_t warmup_single)
+                                                         uint64_t warmup_single, double time_limit_seconds)
     : workers_(workers),
       tickets_per_epoch_(static_cast<uint64_t>(workers) * steps_per_epoch),
       tickets_left_(static_cast<uint64_t>(workers) * total_steps),
@@ -15,23 +15,32 @@ BoundedStalenessCoordinator::BoundedStalenessCoordinator(int workers, size_t ste
       warmup_single_(warmup_single),
       clock_(static_cast<size_t>(workers), 0),
       live_(static_cast<size_t>(workers), true),
-      stopped_(static_cast<size_t>(workers), false) {}
+      stopped_(static_cast<size_t>(workers), false),
+      budget_(time_limit_seconds) {}
+
+bool BoundedStalenessCoordinator::all_stopped() const {
+  for (size_t j = 0; j < stopped_.size(); ++j)
+    if (live_[j] && !stopped_[j]) return false;
+  return true;
+}
 
 std::optional<PsDecision> BoundedStalenessCoordinator::begin(int worker) {
   const auto w = static_cast<size_t>(worker);
-  bool all_stopped = true;
-  for (size_t j = 0; j < stopped_.size(); ++j) all_stopped &= stopped_[j] || !live_[j];
-  if (all_stopped) {  // everyone heard the last epoch end: the next begins
+  if (all_stopped()) {  // everyone heard the last epoch end: the next begins
     tickets_left_ -= epoch_tickets_;
     epoch_tickets_ = std::min(tickets_per_epoch_, tickets_left_);
     issued_ = 0;
     stopped_.assign(stopped_.size(), false);
     clock_.assign(clock_.size(), 0);
   }
+  budget_.epoch_begins();
+  if (budget_.spent()) over_ = true;
   PsDecision decision;
-  if (issued_ >= epoch_tickets_) {
+  if (issued_ >= epoch_tickets_ || over_) {
     stopped_[w] = true;
+    if (all_stopped()) budget_.epoch_ends();
     decision.received = issued_total_;
+    decision.over = over_ ? 1 : 0;
     return decision;
   }
   if (warming_up() && worker != 0) return std::nullopt;

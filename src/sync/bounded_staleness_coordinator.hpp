@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ps/step_coordinator.hpp"
+#include "sync/time_budget.hpp"
 
 namespace ptrain {
 
@@ -18,7 +19,8 @@ class BoundedStalenessCoordinator : public StepCoordinator {
   // `staleness`: ssp's s; nullopt for async.
   // `total_steps` (per worker) may cut the last epoch short (--max-steps).
   BoundedStalenessCoordinator(int workers, size_t steps_per_epoch, size_t total_steps,
-                              std::optional<uint64_t> staleness, uint64_t warmup_single);
+                              std::optional<uint64_t> staleness, uint64_t warmup_single,
+                              double time_limit_seconds = 0);
   std::optional<PsDecision> begin(int worker) override;
   void pushed(int worker) override;
   void left(int worker) override;
@@ -41,6 +43,9 @@ class BoundedStalenessCoordinator : public StepCoordinator {
   uint64_t max_gap_ = 0;
   std::vector<uint64_t> clock_;  // pushes this epoch (after the warm-up), per worker
   std::vector<bool> live_, stopped_;
+  TimeBudget budget_;
+  bool over_ = false;  // the time is up: no more tickets in this run
+  bool all_stopped() const;
 };
 
 }  // namespace ptrain

@@ -66,12 +66,12 @@ void ParameterServerGroup::serve(Communicator& with_servers, int shard, const Fl
     if (aggregated())
       coordinator = std::make_unique<SynchronousCoordinator>(
           workers_, config_.name == "ps-backup" ? config_.backup : 0, config_.steps_per_epoch,
-          config_.total_steps);
+          config_.total_steps, config_.time_limit_seconds);
     else
       coordinator = std::make_unique<BoundedStalenessCoordinator>(
           workers_, config_.steps_per_epoch, config_.total_steps,
           config_.name == "ssp" ? std::optional<uint64_t>(config_.staleness) : std::nullopt,
-          config_.warmup_single);
+          config_.warmup_single, config_.time_limit_seconds);
   }
   ShardServer(with_servers, std::move(c), std::move(coordinator)).serve();
 }
@@ -92,6 +92,7 @@ bool ParameterServerWorker::next_step(size_t, size_t) {
   const PsDecision decision = client_.begin();
   if (!decision.go) {
     epoch_received_ = decision.received;
+    run_over_ = decision.over != 0;
     return false;
   }
   min_version_ = decision.version;

@@ -42,6 +42,7 @@ class ParameterServerWorker : public WorkerStrategy {
   void sync_for_evaluation() override;
   CodecStats codec_stats() const override { return client_.codec_stats(); }
   bool leave() override;
+  bool run_over() const override { return run_over_; }
   void finish() override;
   std::vector<ServerStats> server_stats() const override { return stats_; }
 
@@ -55,6 +56,7 @@ class ParameterServerWorker : public WorkerStrategy {
   uint64_t min_version_ = 0;     // what shard 0 said to pull at least
   uint64_t epoch_received_ = 0;  // pushes every shard has by the end of this epoch
   bool holding_ticket_ = false;  // began a step and has not pushed it
+  bool run_over_ = false;
   std::vector<ServerStats> stats_;
 };
 

@@ -31,6 +31,10 @@ StrategyConfig effective_strategy_config(StrategyConfig config) {
 std::unique_ptr<StrategyGroup> make_strategy_group(const StrategyConfig& config, size_t num_params,
                                                    int workers) {
   validate_codec_config(config.codec);
+  if (config.time_limit_seconds < 0)
+    throw Error("--time-limit must be >= 0 seconds (got " + std::to_string(config.time_limit_seconds) + ")");
+  if (config.time_limit_seconds > 0 && !uses_parameter_servers(config.name))
+    throw Error("--time-limit: only the parameter-server strategies (ps-sync, ps-backup, ssp, async) stop on time");
   if (config.name == "hybrid") return std::make_unique<HybridGroup>(effective_strategy_config(config));
   if (uses_parameter_servers(config.name))
     return std::make_unique<ParameterServerGroup>(effective_strategy_config(config), num_params, workers);

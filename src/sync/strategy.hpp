@@ -36,6 +36,9 @@ class WorkerStrategy {
   // This worker failed: true when the run goes on without it (async), after
   // telling whoever waits for it; false when the failure ends the run.
   virtual bool leave() { return false; }
+  // True once the strategy has ended the run early (--time-limit): the epoch
+  // just ended was the last. The same on every worker.
+  virtual bool run_over() const { return false; }
   // Called on every worker after the last step and the last evaluation.
   virtual void finish() {}
   // On worker 0 after finish(): what each parameter-server shard recorded.
@@ -61,6 +64,7 @@ struct StrategyConfig {
   bool async_lr_divide = false; // async: the learning rate divided by W
   size_t steps_per_epoch = 0;   // per worker; set by the trainer
   size_t total_steps = 0;       // per worker over the run (--max-steps may cut the last epoch short)
+  double time_limit_seconds = 0;  // parameter servers: end the run after this much training time (0: none)
 };
 
 // True for the strategies that run on parameter-server shards.

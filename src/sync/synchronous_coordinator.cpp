@@ -5,7 +5,7 @@
 namespace ptrain {
 
 SynchronousCoordinator::SynchronousCoordinator(int workers, int backup, size_t steps_per_epoch,
-                                               size_t total_steps)
+                                               size_t total_steps, double time_limit_seconds)
     : workers_(workers),
       backup_(backup),
       steps_per_epoch_(steps_per_epoch),
@@ -13,7 +13,17 @@ SynchronousCoordinator::SynchronousCoordinator(int workers, int backup, size_t s
       target_(std::min(steps_per_epoch, total_steps)),
       begun_(static_cast<size_t>(workers), 0),
       last_accepted_(static_cast<size_t>(workers), -1),
-      stopped_(static_cast<size_t>(workers), false) {}
+      stopped_(static_cast<size_t>(workers), false),
+      budget_(time_limit_seconds) {}
+
+PsDecision SynchronousCoordinator::stop(size_t worker, uint64_t received) {
+  stopped_[worker] = true;
+  if (std::all_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; })) budget_.epoch_ends();
+  PsDecision decision;
+  decision.received = received;
+  decision.over = over_ ? 1 : 0;
+  return decision;
+}
 
 std::optional<PsDecision> SynchronousCoordinator::begin(int worker) {
   const auto w = static_cast<size_t>(worker);
@@ -21,25 +31,24 @@ std::optional<PsDecision> SynchronousCoordinator::begin(int worker) {
     stopped_.assign(stopped_.size(), false);  // everyone heard the last epoch end: the next begins
     target_ = std::min<uint64_t>(target_ + steps_per_epoch_, total_steps_);
   }
+  budget_.epoch_begins();
+  if (!over_ && budget_.spent()) {
+    // Cut the epoch where every worker can still agree: after the steps some
+    // worker has begun (ps-sync), or after the open version (ps-backup).
+    over_ = true;
+    target_ = backup_ == 0 ? *std::max_element(begun_.begin(), begun_.end()) : closed_ + (accepted_ > 0 ? 1 : 0);
+  }
   PsDecision decision;
   if (backup_ == 0) {
     // Lockstep: the worker's k-th step needs version k, which takes every worker's gradient for k - 1.
-    if (begun_[w] >= target_) {
-      stopped_[w] = true;
-      decision.received = target_ * static_cast<uint64_t>(workers_);
-      return decision;
-    }
+    if (begun_[w] >= target_) return stop(w, target_ * static_cast<uint64_t>(workers_));
     decision.go = 1;
     decision.version = begun_[w]++;
     return decision;
   }
   // A worker whose gradient was chosen waits until its version is complete.
   if (last_accepted_[w] >= static_cast<int64_t>(closed_)) return std::nullopt;
-  if (closed_ >= target_) {
-    stopped_[w] = true;
-    decision.received = expected_;
-    return decision;
-  }
+  if (closed_ >= target_) return stop(w, expected_);
   decision.go = 1;
   decision.version = closed_;
   return decision;

@@ -8,13 +8,15 @@
 #include <vector>
 
 #include "ps/step_coordinator.hpp"
+#include "sync/time_budget.hpp"
 
 namespace ptrain {
 
 class SynchronousCoordinator : public StepCoordinator {
  public:
   // `total_steps` may cut the last epoch short (--max-steps).
-  SynchronousCoordinator(int workers, int backup, size_t steps_per_epoch, size_t total_steps);
+  SynchronousCoordinator(int workers, int backup, size_t steps_per_epoch, size_t total_steps,
+                         double time_limit_seconds = 0);
   std::optional<PsDecision> begin(int worker) override;
   bool claim(int worker, uint64_t version) override;
   void add_stats(ServerStats& stats) const override { stats.dropped_late += dropped_late_; }
@@ -30,6 +32,10 @@ class SynchronousCoordinator : public StepCoordinator {
   std::vector<uint64_t> begun_;           // ps-sync: steps each worker began
   std::vector<int64_t> last_accepted_;    // ps-backup: the version of each worker's last chosen gradient
   std::vector<bool> stopped_;             // told that this epoch is over
+  TimeBudget budget_;
+  bool over_ = false;  // the time is up: this epoch is cut short and is the last
+  // A stop for `worker`; the epoch ends with the last one.
+  PsDecision stop(size_t worker, uint64_t received);
 };
 
 }  // namespace ptrain

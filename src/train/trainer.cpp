@@ -180,6 +180,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
       if (callbacks.on_epoch_end) callbacks.on_epoch_end(m);
     }
     comm.barrier();  // the others wait while worker 0 evaluates
+    if (side->run_over()) break;
   }
   comm.barrier();
   if (rank == 0) {  // the model to keep: before finish(), which stops parameter servers
@@ -231,6 +232,7 @@ StrategyConfig strategy_config(const TrainConfig& config, const RunShape& shape)
   c.timeout = config.comm_timeout;
   c.steps_per_epoch = shape.steps_per_epoch;
   c.total_steps = shape.total_steps;
+  c.time_limit_seconds = config.time_limit_s;
   return c;
 }
 

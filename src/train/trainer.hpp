@@ -27,6 +27,9 @@ struct TrainConfig {
   // --straggler RANK:FACTOR: worker RANK computes FACTOR times slower (-1: nobody).
   int straggler_rank = -1;
   double straggler_factor = 1;
+  // Parameter servers: stop training after this many seconds inside epochs (0: no limit);
+  // `epochs` is then the most the run takes.
+  double time_limit_s = 0;
 };
 
 struct EpochMetrics {

@@ -361,6 +361,40 @@ TEST(PsSync, AWorkerThatNeverPushesIsNamedByTheServer) {
   }
 }
 
+// A model slow enough that a short time limit ends the run within its first epochs.
+class SlowModel : public SoftmaxRegression {
+ public:
+  explicit SlowModel(const Dataset& d) : SoftmaxRegression(d.sample_numel(), d.num_classes(), 5) {}
+  float forward_backward(const Batch& b) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return SoftmaxRegression::forward_backward(b);
+  }
+};
+
+TEST(ParameterServer, ATimeLimitEndsTheRunAtAStepEveryWorkerAgreesOn) {
+  const Dataset data = make_gaussian_clusters(960, 5, 3, 8);
+  ModelFactory factory = [&] { return std::make_unique<SlowModel>(data); };
+  for (const char* strategy : {"ps-sync", "ps-backup", "ssp", "async"}) {
+    TrainConfig c = ps_config(strategy, 3, 2);
+    c.epochs = 1000;  // 20 steps each: far more than 0.3 s
+    c.time_limit_s = 0.3;
+    const RunResult r = train(c, data, &data, factory);
+    EXPECT_LT(r.epochs.size(), 1000u) << strategy;
+    EXPECT_GE(r.train_seconds, 0.3) << strategy;
+    const ServerStats& s = r.servers.at(0);
+    const uint64_t pushed = sum(r.worker_steps);
+    if (std::string(strategy) == "ps-sync") {
+      EXPECT_EQ(r.worker_steps, std::vector<size_t>(3, r.worker_steps[0]));
+      EXPECT_EQ(s.updates, r.worker_steps[0]);
+    } else if (std::string(strategy) == "ps-backup") {
+      EXPECT_EQ(s.applied(), 2 * s.updates);
+      EXPECT_EQ(s.applied() + s.dropped_late, pushed);
+    } else {
+      EXPECT_EQ(s.applied(), pushed) << strategy;
+    }
+  }
+}
+
 TEST(ParameterServer, ImpossibleSettingsAreRejectedNamingTheOption) {
   const Dataset data = make_gaussian_clusters(200, 3, 2, 4);
   auto expect_error = [&](TrainConfig c, const std::string& message) {
@@ -385,6 +419,9 @@ TEST(ParameterServer, ImpossibleSettingsAreRejectedNamingTheOption) {
   c = ps_config("ssp", 2, 1);
   c.strategy.async_lr_divide = true;
   expect_error(c, "--async-lr-divide: only for --strategy async");
+  c = ps_config("hybrid", 2, 1);
+  c.time_limit_s = 5;
+  expect_error(c, "--time-limit: only the parameter-server strategies (ps-sync, ps-backup, ssp, async) stop on time");
   c = ps_config("async", 2, 13);
   expect_error(c, "--servers 13: the model has only 8 parameter(s), fewer than the servers");
 }
