@@ -102,12 +102,10 @@ void check_options(TrainOptions& o) {
   o.train.strategy.codec.int8_stochastic = o.int8_rounding == "stochastic";
   o.train.strategy.codec.seed = o.train.seed;
   validate_codec_config(o.train.strategy.codec);
-  if (o.train.strategy.codec.name != "none" && o.train.strategy.name != "hybrid" &&
-      !uses_parameter_servers(o.train.strategy.name))
-    throw Error("--compress " + o.train.strategy.codec.name +
-                ": only the hybrid and parameter-server strategies compress gradients");
   o.train.strategy.stale_policy = parse_stale_policy(o.stale_policy);
   parse_straggler(o);
+  o.train.strategy.time_limit_seconds = o.train.time_limit_s;
+  validate_strategy_config(o.train.strategy, o.train.workers);
   OptimizerConfig opt;
   opt.kind = parse_optimizer_kind(o.optimizer);
   opt.lr = o.lr;

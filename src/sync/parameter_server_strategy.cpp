@@ -12,9 +12,7 @@
 
 namespace ptrain {
 
-namespace {
-
-void validate(const StrategyConfig& c, int workers) {
+void validate_parameter_server_config(const StrategyConfig& c, int workers) {
   const std::string& name = c.name;
   if (c.servers < 1) throw Error(fmt::format("--servers must be at least 1 (got {})", c.servers));
   if (name == "ps-backup" && (c.backup < 1 || c.backup >= workers))
@@ -26,14 +24,12 @@ void validate(const StrategyConfig& c, int workers) {
   if (!asynchronous && c.warmup_single > 0)
     throw Error("--warmup-single: only ssp and async start with a single worker");
   if (name != "async" && c.async_lr_divide) throw Error("--async-lr-divide: only for --strategy async");
-  if (c.steps_per_epoch == 0 || c.total_steps == 0) throw Error(name + ": the run has no steps");
 }
-
-}  // namespace
 
 ParameterServerGroup::ParameterServerGroup(StrategyConfig config, size_t num_params, int workers)
     : config_(std::move(config)), workers_(workers) {
-  validate(config_, workers);
+  validate_parameter_server_config(config_, workers);
+  if (config_.steps_per_epoch == 0 || config_.total_steps == 0) throw Error(config_.name + ": the run has no steps");
   ranges_ = shard_ranges(num_params, config_.servers);
   if (config_.async_lr_divide) config_.optimizer.lr /= static_cast<float>(workers);
 }

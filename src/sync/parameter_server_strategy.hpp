@@ -14,6 +14,9 @@
 
 namespace ptrain {
 
+// Throws ptrain::Error naming the first option a parameter-server run cannot take.
+void validate_parameter_server_config(const StrategyConfig& config, int workers);
+
 class ParameterServerGroup : public StrategyGroup {
  public:
   // Throws ptrain::Error for impossible settings (naming the option).

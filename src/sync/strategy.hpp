@@ -98,6 +98,11 @@ class StrategyGroup {
   virtual void abort(const std::string& /*reason*/) {}
 };
 
+// Throws ptrain::Error naming the first impossible option (unknown strategy,
+// a codec or parameter-server option the strategy cannot take, ...): what
+// make_strategy_group checks before it needs the model or the data.
+void validate_strategy_config(const StrategyConfig& config, int workers);
+
 // Throws ptrain::Error for an unknown name.
 std::unique_ptr<StrategyGroup> make_strategy_group(const StrategyConfig& config, size_t num_params,
                                                    int workers);
