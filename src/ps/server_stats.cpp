@@ -55,7 +55,7 @@ std::vector<std::byte> ServerStats::serialize() const {
 
 ServerStats ServerStats::deserialize(std::span<const std::byte> bytes) {
   auto bad = [] { return Error("parameter server statistics: malformed message"); };
-  if (bytes.size() % sizeof(uint64_t) != 0) throw bad();
+  if (bytes.empty() || bytes.size() % sizeof(uint64_t) != 0) throw bad();
   std::vector<uint64_t> words(bytes.size() / sizeof(uint64_t));
   std::memcpy(words.data(), bytes.data(), bytes.size());
   size_t at = 0;
@@ -70,7 +70,11 @@ ServerStats ServerStats::deserialize(std::span<const std::byte> bytes) {
   for (uint64_t i = 0; i < bins; ++i) s.staleness.push_back(next());
   const uint64_t left = next();
   if (left > words.size()) throw bad();
-  for (uint64_t i = 0; i < left; ++i) s.left_workers.push_back(static_cast<uint32_t>(next()));
+  for (uint64_t i = 0; i < left; ++i) {
+    const uint64_t rank = next();
+    if (rank > UINT32_MAX) throw bad();
+    s.left_workers.push_back(static_cast<uint32_t>(rank));
+  }
   if (at != words.size()) throw bad();
   return s;
 }

@@ -105,6 +105,11 @@ void ShardServer::push(const PsRequest& request, std::span<const std::byte> payl
   if (!initialized_)
     throw Error(fmt::format("{}: worker {} pushed to server shard {} before it had its initial parameters",
                             config_.strategy, worker, config_.shard));
+  // Raw floats are checked on arrival, so that a bad push is named even when it
+  // would be dropped, or its update would never complete.
+  if (!decoder_ && payload.size() != params_.size() * sizeof(float))
+    throw Error(fmt::format("{}: worker {} pushed {} bytes to server shard {}, which expects {} floats",
+                            config_.strategy, worker, payload.size(), config_.shard, params_.size()));
   received_++;
   if (coordinator_) coordinator_->pushed(worker);
   if (!config_.aggregated) return apply_one(request, payload);
