@@ -1,6 +1,6 @@
 #pragma once
-// Tags of the point-to-point messages each collective algorithm sends, and
-// their names for error messages.
+// Tags of the point-to-point messages each collective algorithm and the
+// parameter server send, and their names for error messages.
 #include <string>
 
 namespace ptrain {
@@ -14,6 +14,8 @@ enum MessageTag : int {
   kTagRingAllreduceHalf = 6,
   kTagHalvingDoublingHalf = 7,
   kTagTreeHalf = 8,
+  kTagPsRequest = 20,  // worker to parameter-server shard (ps/ps_protocol.hpp)
+  kTagPsReply = 21,    // shard to worker
 };
 
 inline std::string tag_name(int tag) {
@@ -34,6 +36,10 @@ inline std::string tag_name(int tag) {
       return "fp16 hd allreduce";
     case kTagTreeHalf:
       return "fp16 tree allreduce";
+    case kTagPsRequest:
+      return "parameter-server request";
+    case kTagPsReply:
+      return "parameter-server reply";
   }
   return "message with tag " + std::to_string(tag);
 }

@@ -2,16 +2,16 @@
 // The messages between workers and parameter-server shards, in ps-lite's three
 // verbs (push, pull, wait) plus the few a coordinated schedule needs. Every
 // request goes to a shard with kTagPsRequest; every answer comes back with
-// kTagPsReply. A message is a fixed header followed by a payload.
+// kTagPsReply (comm/message_tags.hpp). A message is a fixed header followed
+// by a payload.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
-namespace ptrain {
+#include "comm/message_tags.hpp"
 
-inline constexpr int kTagPsRequest = 20;
-inline constexpr int kTagPsReply = 21;
+namespace ptrain {
 
 enum class PsRequestKind : uint32_t {
   Begin = 1,   // to shard 0: may this worker take another step in this epoch?

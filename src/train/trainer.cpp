@@ -131,11 +131,16 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
               t > 0 ? static_cast<double>(b * config.batch * static_cast<size_t>(workers)) / t : 0});
         }
       }
-    } catch (const Error& e) {
-      // Asynchronous strategies go on without a failed worker; the others end the run.
-      if (!side->leave()) throw;
+    } catch (const std::exception& e) {
+      // Asynchronous strategies go on without a failed worker; the others end
+      // the run, with an error that names the worker.
+      const std::string what = e.what();
+      if (!side->leave()) {
+        if (what.starts_with(fmt::format("worker {}", rank))) throw;
+        throw Error(fmt::format("worker {} failed at its step {}: {}", rank, step + 1, what));
+      }
       left = true;
-      left_why = fmt::format("worker {} failed at its step {} and left: {}", rank, step + 1, e.what());
+      left_why = fmt::format("worker {} failed at its step {} and left: {}", rank, step + 1, what);
     }
     comm.barrier();
     const double seconds = epoch_clock.seconds();

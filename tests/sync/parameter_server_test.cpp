@@ -145,6 +145,30 @@ TEST(Async, AppliesEveryPushedGradientExactlyOnceAndItsHistogramSumsToTheUpdates
   }
 }
 
+// Pushes go through the worker's codec, one per shard, and the shard decodes
+// them: fp16 carries the one-hot gradients exactly, at half the bytes; top-k
+// with k = 1 per shard sends only the one nonzero coordinate.
+TEST(PsSync, PushesGoThroughTheCodecOfEachShard) {
+  const Dataset data = make_gaussian_clusters(640, 3, 2, 4);
+  TrainConfig plain = one_hot_config("ps-sync", 4, 2);
+  const RunResult expected = train(plain, data, nullptr, one_hot_factory(4, 20));
+  TrainConfig fp16 = plain;
+  fp16.strategy.codec.name = "fp16";
+  const RunResult half = train(fp16, data, nullptr, one_hot_factory(4, 20));
+  EXPECT_EQ(half.final_params, expected.final_params);
+  ASSERT_EQ(half.codec.size(), 4u);
+  for (const auto& c : half.codec) {
+    EXPECT_GT(c.dense_bytes, 0u);
+    EXPECT_DOUBLE_EQ(c.ratio(), 2.0);
+  }
+  TrainConfig topk = plain;
+  topk.strategy.codec.name = "topk";
+  topk.strategy.codec.topk_ratio = 1.0 / 40;  // one element of each shard's 40
+  const RunResult sparse = train(topk, data, nullptr, one_hot_factory(4, 20));
+  EXPECT_EQ(sparse.final_params, expected.final_params);
+  for (const auto& c : sparse.codec) EXPECT_EQ(c.selected, 20u * 2u);  // a pair per step and shard
+}
+
 TEST(Async, DropPolicyDropsExactlyTheGradientsStalerThanT) {
   const Dataset data = make_gaussian_clusters(640, 3, 2, 4);
   TrainConfig c = one_hot_config("async", 4, 1);
@@ -324,7 +348,7 @@ TEST(PsSynchronousModes, AFailedWorkerEndsTheRunNamingIt) {
       train(c, data, nullptr, factory);
       FAIL() << "expected an error with " << strategy;
     } catch (const Error& e) {
-      EXPECT_STREQ(e.what(), "disk on fire") << strategy;
+      EXPECT_STREQ(e.what(), "worker 2 failed at its step 4: disk on fire") << strategy;
     }
   }
 }

@@ -104,7 +104,7 @@ TEST(Trainer, AFailingWorkerStopsTheRunWithItsErrorInsteadOfHanging) {
         if (nan)
           EXPECT_NE(what.find("worker 2: the loss became nan at step 4"), std::string::npos) << what;
         else
-          EXPECT_EQ(what, "disk on fire");
+          EXPECT_EQ(what, "worker 2 failed at its step 4: disk on fire");
       }
     }
   }
