@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+
 namespace ptrain::test {
 
 // A fresh directory under the system temp dir, removed with everything in it
@@ -25,6 +29,22 @@ class ScratchDir {
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 void write_gzip(const std::string& path, const std::vector<uint8_t>& bytes);
 std::vector<uint8_t> read_bytes(const std::string& path);
+
+// The message of the ptrain::Error that `action` throws; fails the test if it
+// throws nothing or something else.
+template <typename Action>
+std::string error_message(Action action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  } catch (...) {
+    ADD_FAILURE() << "threw something other than ptrain::Error";
+    return "";
+  }
+  ADD_FAILURE() << "did not throw";
+  return "";
+}
 
 // Where Debian's dataset-fashion-mnist package puts the real data.
 inline const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

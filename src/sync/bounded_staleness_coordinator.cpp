@@ -34,7 +34,9 @@ std::optional<PsDecision> BoundedStalenessCoordinator::begin(int worker) {
     clock_.assign(clock_.size(), 0);
   }
   budget_.epoch_begins();
-  if (budget_.spent()) over_ = true;
+  // Decided before anyone hears this epoch end, so that every worker hears the same.
+  if (!over_ && std::none_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; }) && budget_.spent())
+    over_ = true;
   PsDecision decision;
   if (issued_ >= epoch_tickets_ || over_) {
     stopped_[w] = true;

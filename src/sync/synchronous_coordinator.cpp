@@ -32,7 +32,9 @@ std::optional<PsDecision> SynchronousCoordinator::begin(int worker) {
     target_ = std::min<uint64_t>(target_ + steps_per_epoch_, total_steps_);
   }
   budget_.epoch_begins();
-  if (!over_ && budget_.spent()) {
+  // Decided before anyone hears this epoch end, so that every worker hears the same.
+  const bool none_stopped = std::none_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; });
+  if (!over_ && none_stopped && budget_.spent()) {
     // Cut the epoch where every worker can still agree: after the steps some
     // worker has begun (ps-sync), or after the open version (ps-backup).
     over_ = true;

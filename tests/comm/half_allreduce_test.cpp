@@ -9,6 +9,7 @@
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/local_group.hpp"
 #include "core/half.hpp"
+#include "local_workers.hpp"
 
 namespace ptrain {
 
@@ -19,21 +20,7 @@ namespace {
 
 // Runs body(comm) on `workers` threads; returns each worker's error ("" if none).
 std::vector<std::string> run_workers(int workers, const std::function<void(LocalCommunicator&)>& body) {
-  auto group = std::make_shared<LocalGroup>(workers, std::chrono::seconds(30));
-  std::vector<std::string> errors(static_cast<size_t>(workers));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < workers; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        LocalCommunicator comm(group, r);
-        body(comm);
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-        group->abort(e.what());
-      }
-    });
-  for (auto& t : threads) t.join();
-  return errors;
+  return test::run_local_workers(workers, std::chrono::seconds(30), [&](int, LocalCommunicator& comm) { body(comm); });
 }
 
 // Worker r's i-th value: a small integer in [-5, 5], so every partial sum of

@@ -8,6 +8,7 @@
 #include "comm/allreduce_algorithms.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "local_workers.hpp"
 
 namespace ptrain {
 
@@ -16,25 +17,6 @@ inline void PrintTo(AllreduceAlgorithm a, std::ostream* out) { *out << to_string
 
 namespace {
 
-// Runs body(rank, comm) on `size` threads; returns each rank's error message ("" if none).
-std::vector<std::string> run_group(int size, std::chrono::milliseconds timeout,
-                                   const std::function<void(int, LocalCommunicator&)>& body) {
-  auto group = std::make_shared<LocalGroup>(size, timeout);
-  std::vector<std::string> errors(static_cast<size_t>(size));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r)
-    threads.emplace_back([&, r] {
-      LocalCommunicator comm(group, r);
-      try {
-        body(r, comm);
-      } catch (const Error& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-        group->abort(e.what());
-      }
-    });
-  for (auto& t : threads) t.join();
-  return errors;
-}
 
 std::vector<float> rank_data(int rank, size_t n) {
   Rng rng(1000 + static_cast<uint64_t>(rank));
@@ -54,7 +36,7 @@ TEST_P(AllreduceAlgorithms, SumForEveryRankCountAndSize) {
         for (size_t i = 0; i < n; ++i) expected[i] += v[i];
       }
       std::vector<std::vector<float>> results(static_cast<size_t>(size));
-      auto errors = run_group(size, std::chrono::seconds(60), [&](int r, LocalCommunicator& comm) {
+      auto errors = test::run_local_workers(size, std::chrono::seconds(60), [&](int r, LocalCommunicator& comm) {
         auto v = rank_data(r, n);
         allreduce_with(comm, v, GetParam());
         results[static_cast<size_t>(r)] = std::move(v);
@@ -80,7 +62,7 @@ std::string collective_name(AllreduceAlgorithm a) {
 
 TEST_P(AllreduceAlgorithms, TimeoutNamesTheMissingWorker) {
   const std::string name = collective_name(GetParam());
-  auto errors = run_group(4, std::chrono::milliseconds(200), [&](int r, LocalCommunicator& comm) {
+  auto errors = test::run_local_workers(4, std::chrono::milliseconds(200), [&](int r, LocalCommunicator& comm) {
     if (r == 3) return;  // worker 3 never arrives
     std::vector<float> v(10, 1.0f);
     allreduce_with(comm, v, GetParam());
@@ -96,7 +78,7 @@ TEST_P(AllreduceAlgorithms, TimeoutNamesTheMissingWorker) {
 TEST_P(AllreduceAlgorithms, MismatchedSizesNameBothSizesOnEveryWorker) {
   const std::string name = collective_name(GetParam());
   // A long timeout: the sizes are compared on entry, so nobody waits for it.
-  auto errors = run_group(3, std::chrono::seconds(60), [&](int r, LocalCommunicator& comm) {
+  auto errors = test::run_local_workers(3, std::chrono::seconds(60), [&](int r, LocalCommunicator& comm) {
     std::vector<float> v(r == 1 ? 500 : 700, 1.0f);
     allreduce_with(comm, v, GetParam());
   });
@@ -107,7 +89,7 @@ TEST_P(AllreduceAlgorithms, MismatchedSizesNameBothSizesOnEveryWorker) {
 
 TEST_P(AllreduceAlgorithms, WorkerInAnotherCollectiveIsNamed) {
   const std::string name = collective_name(GetParam());
-  auto errors = run_group(3, std::chrono::seconds(60), [&](int r, LocalCommunicator& comm) {
+  auto errors = test::run_local_workers(3, std::chrono::seconds(60), [&](int r, LocalCommunicator& comm) {
     std::vector<float> v(10, 1.0f);
     if (r == 2)
       comm.barrier();  // skipped the all-reduce
@@ -121,7 +103,7 @@ TEST_P(AllreduceAlgorithms, WorkerInAnotherCollectiveIsNamed) {
 
 TEST_P(AllreduceAlgorithms, CollectivesStillWorkAfterOthers) {
   // The entry check must not confuse consecutive collectives of any kind.
-  auto errors = run_group(3, std::chrono::seconds(60), [&](int r, LocalCommunicator& comm) {
+  auto errors = test::run_local_workers(3, std::chrono::seconds(60), [&](int r, LocalCommunicator& comm) {
     for (int i = 0; i < 50; ++i) {
       std::vector<float> v(static_cast<size_t>(i % 7), static_cast<float>(r));
       allreduce_with(comm, v, GetParam());
@@ -142,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(All, AllreduceAlgorithms,
 
 TEST(RingAllreduce, SmallChunksGiveTheSameBits) {
   std::vector<std::vector<float>> whole(5), chunked(5);
-  run_group(5, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
+  test::run_local_workers(5, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
     auto a = rank_data(r, 1001), b = a;
     ring_allreduce(comm, a);
     ring_allreduce(comm, b, 3);
@@ -153,7 +135,7 @@ TEST(RingAllreduce, SmallChunksGiveTheSameBits) {
 }
 
 TEST(LocalPointToPoint, DeliversInOrderPerTagAndChecksSizes) {
-  auto errors = run_group(2, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
+  auto errors = test::run_local_workers(2, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
     std::vector<float> a{1, 2, 3}, b{4, 5};
     if (r == 0) {
       comm.send(1, 7, std::as_bytes(std::span<const float>(a)));
@@ -175,7 +157,7 @@ TEST(LocalPointToPoint, DeliversInOrderPerTagAndChecksSizes) {
 TEST(LocalBroadcast, CopiesRootBytesEverywhere) {
   for (int root = 0; root < 3; ++root) {
     std::vector<std::vector<float>> results(3);
-    run_group(3, std::chrono::seconds(30), [&](int r, LocalCommunicator& comm) {
+    test::run_local_workers(3, std::chrono::seconds(30), [&](int r, LocalCommunicator& comm) {
       auto v = rank_data(r, 1001);
       comm.broadcast(std::as_writable_bytes(std::span<float>(v)), root);
       results[static_cast<size_t>(r)] = v;
@@ -185,7 +167,7 @@ TEST(LocalBroadcast, CopiesRootBytesEverywhere) {
 }
 
 TEST(LocalCollectives, TimeoutNamesTheMissingWorker) {
-  auto errors = run_group(4, std::chrono::milliseconds(200), [&](int r, LocalCommunicator& comm) {
+  auto errors = test::run_local_workers(4, std::chrono::milliseconds(200), [&](int r, LocalCommunicator& comm) {
     if (r == 2) return;  // worker 2 never arrives
     std::vector<float> v(10, 1.0f);
     comm.allreduce(v);
@@ -200,7 +182,7 @@ TEST(LocalCollectives, TimeoutNamesTheMissingWorker) {
 }
 
 TEST(LocalCollectives, MismatchedSizesNameBothSizes) {
-  auto errors = run_group(3, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
+  auto errors = test::run_local_workers(3, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
     std::vector<float> v(r == 1 ? 5 : 7, 1.0f);
     comm.allreduce(v);
   });
@@ -214,7 +196,7 @@ TEST(LocalCollectives, MismatchedSizesNameBothSizes) {
 // own failure. Repeated, because the window is a few instructions wide.
 TEST(LocalCollectives, EachWorkerReportsItsOwnMismatchEvenWhenThePeerFailsFirst) {
   for (int i = 0; i < 500; ++i) {
-    auto errors = run_group(2, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
+    auto errors = test::run_local_workers(2, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
       std::vector<float> v(r == 1 ? 5 : 7, 1.0f);
       comm.allreduce(v);
     });
@@ -224,7 +206,7 @@ TEST(LocalCollectives, EachWorkerReportsItsOwnMismatchEvenWhenThePeerFailsFirst)
 }
 
 TEST(LocalCollectives, SkippedBarrierNamesTheMissingWorker) {
-  auto errors = run_group(3, std::chrono::milliseconds(200), [&](int r, LocalCommunicator& comm) {
+  auto errors = test::run_local_workers(3, std::chrono::milliseconds(200), [&](int r, LocalCommunicator& comm) {
     if (r != 1) comm.barrier();
   });
   for (int r : {0, 2}) {
@@ -234,13 +216,13 @@ TEST(LocalCollectives, SkippedBarrierNamesTheMissingWorker) {
 }
 
 TEST(LocalBroadcast, MismatchedRootsAndSizesAreNamed) {
-  auto roots = run_group(3, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
+  auto roots = test::run_local_workers(3, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
     std::vector<std::byte> v(8);
     comm.broadcast(v, r == 2 ? 1 : 0);
   });
   EXPECT_EQ(roots[0], "broadcast: worker 0 named root 0 but worker 2 named root 1");
   EXPECT_EQ(roots[2], "broadcast: worker 2 named root 1 but worker 0 named root 0");
-  auto sizes = run_group(3, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
+  auto sizes = test::run_local_workers(3, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
     std::vector<std::byte> v(r == 2 ? 12 : 8);
     comm.broadcast(v, 0);
   });
@@ -251,7 +233,7 @@ TEST(LocalBroadcast, MismatchedRootsAndSizesAreNamed) {
 TEST(LocalAllgatherv, GathersEverySizeInRankOrder) {
   std::vector<std::vector<std::vector<std::byte>>> results(4);
   std::vector<CommStats> stats(4);
-  auto errors = run_group(4, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
+  auto errors = test::run_local_workers(4, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
     std::vector<std::byte> mine(static_cast<size_t>(r), std::byte(r));  // worker 0 brings nothing
     results[static_cast<size_t>(r)] = comm.allgatherv(mine);
     stats[static_cast<size_t>(r)] = comm.stats();
@@ -269,7 +251,7 @@ TEST(LocalAllgatherv, GathersEverySizeInRankOrder) {
 
 TEST(LocalCollectives, CountsBytesMovedBetweenWorkers) {
   std::vector<CommStats> stats(4);
-  run_group(4, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
+  test::run_local_workers(4, std::chrono::seconds(10), [&](int r, LocalCommunicator& comm) {
     std::vector<float> v(1000, 1.0f);
     comm.allreduce(v);
     stats[static_cast<size_t>(r)] = comm.stats();

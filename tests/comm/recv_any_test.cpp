@@ -9,27 +9,13 @@
 
 #include "comm/local_group.hpp"
 #include "core/error.hpp"
+#include "local_workers.hpp"
 
 namespace ptrain {
 namespace {
 
-// Runs body(rank, comm) on `size` threads; returns each rank's error message ("" if none).
 std::vector<std::string> run_group(int size, const std::function<void(int, LocalCommunicator&)>& body) {
-  auto group = std::make_shared<LocalGroup>(size, std::chrono::seconds(60));
-  std::vector<std::string> errors(static_cast<size_t>(size));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r)
-    threads.emplace_back([&, r] {
-      LocalCommunicator comm(group, r);
-      try {
-        body(r, comm);
-      } catch (const Error& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-        group->abort(e.what());
-      }
-    });
-  for (auto& t : threads) t.join();
-  return errors;
+  return test::run_local_workers(size, std::chrono::seconds(60), body);
 }
 
 std::vector<std::byte> bytes_of(size_t count, int value) {

@@ -15,23 +15,10 @@
 #include "compress/magnitude_select.hpp"
 #include "core/error.hpp"
 #include "sample_gradients.hpp"
+#include "test_support.hpp"
 
 namespace ptrain {
 namespace {
-
-template <typename Action>
-std::string error_message(Action action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  } catch (...) {
-    ADD_FAILURE() << "threw something other than ptrain::Error";
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
 
 // Runs `body` with the portable kernels, then (where the CPU has it) with AVX2.
 template <typename Body>
@@ -55,12 +42,12 @@ TEST(SparseLayout, SplitsTheRangeIntoDenseAndSparseSpans) {
 TEST(SparseLayout, RejectsSpansOutOfOrderOrOutsideTheRangeNamingTheCodec) {
   for (const auto& spans :
        std::vector<std::vector<IndexSpan>>{{{0, 21}}, {{5, 8}, {2, 3}}, {{4, 6}, {5, 9}}, {{6, 4}}}) {
-    const std::string message = error_message([&] { SparseLayout("dgc", 20, spans); });
+    const std::string message = test::error_message([&] { SparseLayout("dgc", 20, spans); });
     EXPECT_NE(message.find("dgc"), std::string::npos) << message;
     EXPECT_NE(message.find("1-D span"), std::string::npos) << message;
   }
   const std::string message =
-      error_message([] { SparseLayout("topk", size_t{std::numeric_limits<uint32_t>::max()} + 1, {}); });
+      test::error_message([] { SparseLayout("topk", size_t{std::numeric_limits<uint32_t>::max()} + 1, {}); });
   EXPECT_NE(message.find("32-bit indices"), std::string::npos) << message;
 }
 
@@ -106,27 +93,27 @@ TEST(SparseMessage, DecodeRejectsMalformedMessagesLeavingTheOutputAlone) {
   Encoded bad_index = good;
   const uint32_t ten = 10;
   std::memcpy(bad_index.bytes.data() + 8 + 8, &ten, 4);
-  EXPECT_NE(error_message([&] { sparse_decode_add(bad_index, layout, out, "topk"); }).find("index 10"),
+  EXPECT_NE(test::error_message([&] { sparse_decode_add(bad_index, layout, out, "topk"); }).find("index 10"),
             std::string::npos);
   EXPECT_EQ(out, std::vector<float>(10, 0.0f));
 
   Encoded short_message = good;
   short_message.bytes.resize(20);
-  EXPECT_NE(error_message([&] { sparse_decode_add(short_message, layout, out, "topk"); }).find("bytes"),
+  EXPECT_NE(test::error_message([&] { sparse_decode_add(short_message, layout, out, "topk"); }).find("bytes"),
             std::string::npos);
   Encoded tiny = good;
   tiny.bytes.resize(3);
-  EXPECT_NE(error_message([&] { sparse_decode_add(tiny, layout, out, "topk"); }).find("header"),
+  EXPECT_NE(test::error_message([&] { sparse_decode_add(tiny, layout, out, "topk"); }).find("header"),
             std::string::npos);
   Encoded wrong_count = good;
   wrong_count.count = 11;
-  EXPECT_NE(error_message([&] { sparse_decode_add(wrong_count, layout, out, "topk"); }).find("11"),
+  EXPECT_NE(test::error_message([&] { sparse_decode_add(wrong_count, layout, out, "topk"); }).find("11"),
             std::string::npos);
   std::vector<float> small(9);
-  EXPECT_NE(error_message([&] { sparse_decode_add(good, layout, small, "topk"); }).find("9"),
+  EXPECT_NE(test::error_message([&] { sparse_decode_add(good, layout, small, "topk"); }).find("9"),
             std::string::npos);
   const SparseLayout with_dense("topk", 10, {{0, 2}});
-  EXPECT_NE(error_message([&] { sparse_decode_add(good, with_dense, out, "topk"); }).find("dense"),
+  EXPECT_NE(test::error_message([&] { sparse_decode_add(good, with_dense, out, "topk"); }).find("dense"),
             std::string::npos);
   EXPECT_EQ(out, std::vector<float>(10, 0.0f));
 }

@@ -17,6 +17,7 @@
 #include "core/rng.hpp"
 #include "optim/adam.hpp"
 #include "optim/sgd.hpp"
+#include "test_support.hpp"
 
 namespace ptrain {
 namespace {
@@ -31,22 +32,6 @@ OptimizerConfig config_for(OptimizerKind kind, float lr) {
   return config;
 }
 
-// The message of the ptrain::Error that `action` throws; fails the test if it
-// throws nothing or something else.
-template <typename Action>
-std::string error_message(Action action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  } catch (...) {
-    ADD_FAILURE() << "threw something other than ptrain::Error";
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
-
 TEST(ParseOptimizerKind, RoundTripsEveryKind) {
   for (const OptimizerKind kind : kAllKinds) {
     EXPECT_EQ(parse_optimizer_kind(to_string(kind)), kind);
@@ -56,7 +41,7 @@ TEST(ParseOptimizerKind, RoundTripsEveryKind) {
 
 TEST(ParseOptimizerKind, RejectsUnknownNamesNamingThem) {
   for (const std::string name : {"", "SGD", "adamw", "sgd ", "rmsprop"}) {
-    const std::string message = error_message([&] { parse_optimizer_kind(name); });
+    const std::string message = test::error_message([&] { parse_optimizer_kind(name); });
     EXPECT_NE(message.find("--optimizer"), std::string::npos) << message;
     EXPECT_NE(message.find("'" + name + "'"), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
@@ -66,7 +51,7 @@ TEST(ParseOptimizerKind, RejectsUnknownNamesNamingThem) {
 TEST(MakeOptimizer, NamesTheBadOptionAndItsValue) {
   OptimizerConfig config;
   config.lr = -0.1f;
-  EXPECT_EQ(error_message([&] { make_optimizer(config, 4); }), "--lr must be > 0 (got -0.1)");
+  EXPECT_EQ(test::error_message([&] { make_optimizer(config, 4); }), "--lr must be > 0 (got -0.1)");
 }
 
 TEST(MakeOptimizer, RejectsEachOutOfRangeOption) {
@@ -93,7 +78,7 @@ TEST(MakeOptimizer, RejectsEachOutOfRangeOption) {
     for (const BadOption& bad : bad_options) {
       OptimizerConfig config = config_for(kind, 0.01f);
       bad.spoil(config);
-      const std::string message = error_message([&] { make_optimizer(config, 8); });
+      const std::string message = test::error_message([&] { make_optimizer(config, 8); });
       SCOPED_TRACE(to_string(kind) + ": " + message);
       EXPECT_EQ(message.rfind(std::string(bad.flag) + " must be", 0), 0u);
       EXPECT_NE(message.find("(got "), std::string::npos);
@@ -133,7 +118,7 @@ TEST(OptimizerStep, RejectsSpansOfTheWrongSizeLeavingParamsAlone) {
     std::vector<float> short_params{1, 2, 3};
     const std::vector<float> grad{1, 1, 1, 1};
     const std::vector<float> long_grad{1, 1, 1, 1, 1};
-    const std::string message = error_message([&] { optimizer->step(params, long_grad); });
+    const std::string message = test::error_message([&] { optimizer->step(params, long_grad); });
     EXPECT_NE(message.find(to_string(kind)), std::string::npos) << message;
     EXPECT_NE(message.find('4'), std::string::npos) << message;
     EXPECT_NE(message.find('5'), std::string::npos) << message;

@@ -9,6 +9,7 @@
 
 #include "comm/local_group.hpp"
 #include "core/error.hpp"
+#include "local_workers.hpp"
 
 namespace ptrain {
 namespace {
@@ -75,20 +76,8 @@ void backward(const FlatLayout& layout, std::span<float> grads, int rank, size_t
 }
 
 void run_workers(int n, const std::function<void(Communicator&)>& body) {
-  auto group = std::make_shared<LocalGroup>(n, std::chrono::seconds(30));
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        LocalCommunicator comm(group, r);
-        body(comm);
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-        group->abort("stopped");
-      }
-    });
-  for (auto& t : threads) t.join();
+  const auto errors =
+      test::run_local_workers(n, std::chrono::seconds(30), [&](int, LocalCommunicator& comm) { body(comm); });
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "worker " << r;
 }
 

@@ -67,13 +67,22 @@ TEST(PsSync, IsDeterministicBitForBit) {
   EXPECT_EQ(a.epochs.size(), 2u);
 }
 
+// The compute time that --straggler multiplies: the tests' models take
+// microseconds, so a straggler gets this much of its own to be slow in.
+constexpr auto kStragglerCompute = std::chrono::milliseconds(2);
+
 // Each gradient is a one at its own coordinate: worker r's k-th gradient is
 // e(r * per_worker + k). With SGD at lr 1, the final parameters show which
-// gradients were applied, and how many times.
+// gradients were applied, and how many times. The `slow` worker computes for
+// kStragglerCompute.
 class OneHotModel : public Model {
  public:
-  OneHotModel(int rank, size_t workers, size_t per_worker)
-      : rank_(static_cast<size_t>(rank)), per_worker_(per_worker), params_(workers * per_worker), grads_(params_.size()) {
+  OneHotModel(int rank, size_t workers, size_t per_worker, int slow)
+      : rank_(static_cast<size_t>(rank)),
+        per_worker_(per_worker),
+        slow_(rank == slow),
+        params_(workers * per_worker),
+        grads_(params_.size()) {
     layout_.add("w", {static_cast<int64_t>(params_.size())});
   }
   std::string name() const override { return "one-hot"; }
@@ -81,6 +90,7 @@ class OneHotModel : public Model {
   std::span<float> params() override { return params_; }
   std::span<float> grads() override { return grads_; }
   float forward_backward(const Batch&) override {
+    if (slow_) std::this_thread::sleep_for(kStragglerCompute);
     std::fill(grads_.begin(), grads_.end(), 0.0f);
     if (step_ >= per_worker_) throw Error("one-hot model: more steps than coordinates");
     grads_[rank_ * per_worker_ + step_++] = 1.0f;
@@ -90,13 +100,14 @@ class OneHotModel : public Model {
 
  private:
   size_t rank_, per_worker_, step_ = 0;
+  bool slow_;
   FlatLayout layout_;
   std::vector<float> params_, grads_;
 };
 
-ModelFactory one_hot_factory(int workers, size_t per_worker) {
+ModelFactory one_hot_factory(int workers, size_t per_worker, int slow = -1) {
   auto made = std::make_shared<int>(0);
-  return [=] { return std::make_unique<OneHotModel>((*made)++, static_cast<size_t>(workers), per_worker); };
+  return [=] { return std::make_unique<OneHotModel>((*made)++, static_cast<size_t>(workers), per_worker, slow); };
 }
 
 TrainConfig one_hot_config(const std::string& strategy, int workers, int servers) {
@@ -122,7 +133,7 @@ TEST(Async, AppliesEveryPushedGradientExactlyOnceAndItsHistogramSumsToTheUpdates
     TrainConfig c = one_hot_config("async", workers, servers);
     c.straggler_rank = 1;
     c.straggler_factor = 3;
-    const RunResult r = train(c, data, nullptr, one_hot_factory(workers, per_worker));
+    const RunResult r = train(c, data, nullptr, one_hot_factory(workers, per_worker, 1));
     ASSERT_EQ(r.worker_steps.size(), 4u);
     const uint64_t pushed = sum(r.worker_steps);
     EXPECT_EQ(pushed, 2u * 4u * 10u);  // every ticket of the run became a push
@@ -175,7 +186,7 @@ TEST(Async, DropPolicyDropsExactlyTheGradientsStalerThanT) {
   c.strategy.stale_policy = parse_stale_policy("drop:1");
   c.straggler_rank = 2;
   c.straggler_factor = 4;
-  const RunResult r = train(c, data, nullptr, one_hot_factory(4, 80));
+  const RunResult r = train(c, data, nullptr, one_hot_factory(4, 80, 2));
   const ServerStats& s = r.servers.at(0);
   size_t ones = 0;
   for (float p : r.final_params) {
@@ -193,7 +204,7 @@ TEST(Async, ScalePolicyScalesEachStepByOneOverOnePlusItsStaleness) {
   c.strategy.stale_policy = parse_stale_policy("scale");
   c.straggler_rank = 0;
   c.straggler_factor = 4;
-  const RunResult r = train(c, data, nullptr, one_hot_factory(4, 80));
+  const RunResult r = train(c, data, nullptr, one_hot_factory(4, 80, 0));
   // Every applied gradient moved its coordinate by exactly -1/(1+s); the s's
   // found that way are the histogram of shard 0's half of the coordinates
   // plus shard 1's: count them over all coordinates and compare the total.
@@ -225,13 +236,14 @@ struct StepMonitor {
 
 class MonitoredModel : public SoftmaxRegression {
  public:
-  MonitoredModel(const Dataset& d, size_t rank, StepMonitor& monitor)
-      : SoftmaxRegression(d.sample_numel(), d.num_classes(), 5), rank_(rank), monitor_(monitor) {}
+  MonitoredModel(const Dataset& d, size_t rank, StepMonitor& monitor, size_t slow = SIZE_MAX)
+      : SoftmaxRegression(d.sample_numel(), d.num_classes(), 5), rank_(rank), slow_(rank == slow), monitor_(monitor) {}
   float forward_backward(const Batch& b) override {
     {
       std::lock_guard lock(monitor_.mutex);
       monitor_.starts.push_back({rank_, monitor_.completed[rank_], monitor_.completed});
     }
+    if (slow_) std::this_thread::sleep_for(kStragglerCompute);
     const float loss = SoftmaxRegression::forward_backward(b);
     std::lock_guard lock(monitor_.mutex);
     monitor_.completed[rank_]++;
@@ -240,6 +252,7 @@ class MonitoredModel : public SoftmaxRegression {
 
  private:
   size_t rank_;
+  bool slow_;
   StepMonitor& monitor_;
 };
 
@@ -249,7 +262,7 @@ TEST(Ssp, NoWorkerEverRunsMoreThanSStepsAheadOfTheSlowest) {
     StepMonitor monitor;
     monitor.completed.assign(4, 0);
     auto made = std::make_shared<size_t>(0);
-    ModelFactory factory = [&, made] { return std::make_unique<MonitoredModel>(data, (*made)++, monitor); };
+    ModelFactory factory = [&, made] { return std::make_unique<MonitoredModel>(data, (*made)++, monitor, 3); };
     TrainConfig c = ps_config("ssp", 4, 2);
     c.strategy.staleness = s;
     c.straggler_rank = 3;
@@ -275,13 +288,13 @@ TEST(PsBackup, DropsTheLateGradientsAndBuildsEveryUpdateFromWMinusB) {
   c.strategy.backup = 1;
   c.straggler_rank = 2;
   c.straggler_factor = 20;
-  const RunResult r = train(c, data, nullptr, one_hot_factory(4, 80));
+  const RunResult r = train(c, data, nullptr, one_hot_factory(4, 80, 2));
   const ServerStats& s = r.servers.at(0);
   EXPECT_EQ(s.updates, 2u * 20u);
   EXPECT_EQ(s.applied(), 3u * s.updates);
   EXPECT_EQ(s.applied() + s.dropped_late, sum(r.worker_steps));
   EXPECT_GE(s.dropped_late, 1u);
-  EXPECT_LT(r.worker_steps[2], r.worker_steps[0]);
+  EXPECT_LT(r.worker_steps[2], s.updates);  // 40 ms a step: it falls behind and is dropped
   // SGD at lr 1 on the mean of 3: each applied gradient shows as -1/3, a dropped one as 0.
   size_t applied = 0;
   for (float p : r.final_params) {
@@ -404,7 +417,8 @@ TEST(ParameterServer, ATimeLimitEndsTheRunAtAStepEveryWorkerAgreesOn) {
     c.time_limit_s = 0.3;
     const RunResult r = train(c, data, &data, factory);
     EXPECT_LT(r.epochs.size(), 1000u) << strategy;
-    EXPECT_GE(r.train_seconds, 0.3) << strategy;
+    // Not before the limit (less the skew of the workers leaving the epoch's first barrier).
+    EXPECT_GE(r.train_seconds, 0.25) << strategy;
     const ServerStats& s = r.servers.at(0);
     const uint64_t pushed = sum(r.worker_steps);
     if (std::string(strategy) == "ps-sync") {
