@@ -7,8 +7,7 @@ namespace ptrain {
 BoundedStalenessCoordinator::BoundedStalenessCoordinator(int workers, size_t steps_per_epoch, size_t total_steps,
                                                          std::optional<uint64_t> staleness,
                                                          uint64_t warmup_single, double time_limit_seconds)
-    : workers_(workers),
-      tickets_per_epoch_(static_cast<uint64_t>(workers) * steps_per_epoch),
+    : tickets_per_epoch_(static_cast<uint64_t>(workers) * steps_per_epoch),
       tickets_left_(static_cast<uint64_t>(workers) * total_steps),
       epoch_tickets_(std::min(tickets_per_epoch_, tickets_left_)),
       staleness_(staleness),

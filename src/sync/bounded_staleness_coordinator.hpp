@@ -31,7 +31,6 @@ class BoundedStalenessCoordinator : public StepCoordinator {
  private:
   bool warming_up() const { return pushes_ < warmup_single_ && live_[0]; }
 
-  int workers_;
   uint64_t tickets_per_epoch_;
   uint64_t tickets_left_;   // in the run, for the epochs not begun yet and this one
   uint64_t epoch_tickets_;  // this epoch's

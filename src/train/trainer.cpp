@@ -348,8 +348,4 @@ void serve_on(Communicator& with_servers, const TrainConfig& config, const Datas
   strategy->serve(with_servers, with_servers.rank() - config.workers, model->layout());
 }
 
-int servers_needed(const TrainConfig& config) {
-  return uses_parameter_servers(config.strategy.name) ? config.strategy.servers : 0;
-}
-
 }  // namespace ptrain

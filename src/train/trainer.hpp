@@ -98,7 +98,5 @@ RunResult train_on(Communicator& workers, Communicator& with_servers, const Trai
 // A shard rank's whole part in that run: serves shard (rank - W) until the workers finish.
 void serve_on(Communicator& with_servers, const TrainConfig& config, const Dataset& train_set,
               const ModelFactory& make_replica);
-// How many server shards the configured strategy needs (0: none).
-int servers_needed(const TrainConfig& config);
 
 }  // namespace ptrain

@@ -314,8 +314,11 @@ TEST(WarmupSingle, OnlyWorkerZeroTrainsForTheFirstNGradients) {
     TrainConfig c = ps_config(strategy, 3, 1);
     c.strategy.warmup_single = 12;
     const RunResult r = train(c, data, nullptr, factory);
-    for (const auto& start : monitor.starts)
-      if (start.worker != 0) ASSERT_GE(start.completed_by_all[0], 12u) << strategy;
+    for (const auto& start : monitor.starts) {
+      if (start.worker != 0) {
+        ASSERT_GE(start.completed_by_all[0], 12u) << strategy;
+      }
+    }
     EXPECT_GE(r.worker_steps[0], 12u);
   }
 }
