@@ -6,46 +6,10 @@
 
 namespace ptrain {
 
-void ServerStats::record_staleness(uint64_t s) {
-  if (staleness.size() <= s) staleness.resize(s + 1, 0);
-  staleness[s]++;
-}
-
-uint64_t ServerStats::applied() const {
-  uint64_t n = 0;
-  for (uint64_t c : staleness) n += c;
-  return n;
-}
-
-double ServerStats::mean_staleness() const {
-  const uint64_t n = applied();
-  if (n == 0) return 0;
-  double sum = 0;
-  for (size_t s = 0; s < staleness.size(); ++s) sum += static_cast<double>(s) * static_cast<double>(staleness[s]);
-  return sum / static_cast<double>(n);
-}
-
-uint64_t ServerStats::staleness_quantile(double q) const {
-  const uint64_t n = applied();
-  if (n == 0) return 0;
-  uint64_t seen = 0;
-  for (size_t s = 0; s < staleness.size(); ++s) {
-    seen += staleness[s];
-    if (static_cast<double>(seen) >= q * static_cast<double>(n)) return s;
-  }
-  return staleness.size() - 1;
-}
-
-uint64_t ServerStats::max_staleness() const {
-  for (size_t s = staleness.size(); s > 0; --s)
-    if (staleness[s - 1] > 0) return s - 1;
-  return 0;
-}
-
 // As 64-bit words: five counters, the histogram's length and bins, the left workers' count and ranks.
 std::vector<std::byte> ServerStats::serialize() const {
-  std::vector<uint64_t> words = {updates, dropped_late, dropped_stale, max_clock_gap, staleness.size()};
-  words.insert(words.end(), staleness.begin(), staleness.end());
+  std::vector<uint64_t> words = {updates, dropped_late, dropped_stale, max_clock_gap, staleness.bins.size()};
+  words.insert(words.end(), staleness.bins.begin(), staleness.bins.end());
   words.push_back(left_workers.size());
   words.insert(words.end(), left_workers.begin(), left_workers.end());
   std::vector<std::byte> bytes(words.size() * sizeof(uint64_t));
@@ -67,7 +31,7 @@ ServerStats ServerStats::deserialize(std::span<const std::byte> bytes) {
   s.updates = next(), s.dropped_late = next(), s.dropped_stale = next(), s.max_clock_gap = next();
   const uint64_t bins = next();
   if (bins > words.size()) throw bad();
-  for (uint64_t i = 0; i < bins; ++i) s.staleness.push_back(next());
+  for (uint64_t i = 0; i < bins; ++i) s.staleness.bins.push_back(next());
   const uint64_t left = next();
   if (left > words.size()) throw bad();
   for (uint64_t i = 0; i < left; ++i) {

@@ -7,22 +7,24 @@
 #include <span>
 #include <vector>
 
+#include "core/count_histogram.hpp"
+
 namespace ptrain {
 
 struct ServerStats {
-  std::vector<uint64_t> staleness;  // [s]: gradients applied with staleness s
+  CountHistogram staleness;         // gradients applied, by staleness
   uint64_t updates = 0;             // optimizer steps taken (versions)
   uint64_t dropped_late = 0;        // ps-backup: came after their step had its W - b gradients
   uint64_t dropped_stale = 0;       // --stale-policy drop:T: staler than T
   uint64_t max_clock_gap = 0;       // ssp (shard 0): the largest lead of a starting worker over the slowest
   std::vector<uint32_t> left_workers;  // async: workers that failed and left, in order
 
-  void record_staleness(uint64_t s);
-  uint64_t applied() const;  // the histogram's sum: gradients applied
-  double mean_staleness() const;
+  void record_staleness(uint64_t s) { staleness.record(s); }
+  uint64_t applied() const { return staleness.total(); }  // gradients applied
+  double mean_staleness() const { return staleness.mean(); }
   // The smallest s with at least q of the applied gradients at or below it (0 when none).
-  uint64_t staleness_quantile(double q) const;
-  uint64_t max_staleness() const;
+  uint64_t staleness_quantile(double q) const { return staleness.quantile(q); }
+  uint64_t max_staleness() const { return staleness.max(); }
 
   std::vector<std::byte> serialize() const;
   // Throws ptrain::Error on a malformed message.

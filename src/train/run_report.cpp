@@ -70,7 +70,7 @@ nlohmann::json make_run_report(const nlohmann::json& config, const RunResult& r)
           {"dropped_late", s.dropped_late},
           {"dropped_stale", s.dropped_stale},
           {"max_ssp_gap", s.max_clock_gap},
-          {"staleness_histogram", s.staleness},
+          {"staleness_histogram", s.staleness.bins},
           {"staleness_mean", s.mean_staleness()},
           {"staleness_p99", s.staleness_quantile(0.99)},
           {"staleness_max", s.max_staleness()},

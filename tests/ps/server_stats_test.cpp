@@ -14,7 +14,7 @@ namespace {
 
 ServerStats with_histogram(std::vector<uint64_t> staleness) {
   ServerStats s;
-  s.staleness = std::move(staleness);
+  s.staleness.bins = std::move(staleness);
   return s;
 }
 
@@ -42,7 +42,7 @@ void expect_malformed(std::span<const std::byte> bytes, const std::string& what)
 TEST(ServerStats, RecordStalenessCountsEachGradientInItsBin) {
   ServerStats s;
   for (uint64_t v : {0, 3, 3, 1}) s.record_staleness(v);
-  EXPECT_EQ(s.staleness, (std::vector<uint64_t>{1, 1, 0, 2}));
+  EXPECT_EQ(s.staleness.bins, (std::vector<uint64_t>{1, 1, 0, 2}));
   EXPECT_EQ(s.applied(), 4u);
   EXPECT_DOUBLE_EQ(s.mean_staleness(), (0.0 + 3 + 3 + 1) / 4);
   EXPECT_EQ(s.max_staleness(), 3u);
@@ -52,7 +52,7 @@ TEST(ServerStats, RecordStalenessCountsEachGradientInItsBin) {
   EXPECT_EQ(s.staleness_quantile(1.0), 3u);
   // Recording into an existing bin does not grow the histogram.
   s.record_staleness(2);
-  EXPECT_EQ(s.staleness, (std::vector<uint64_t>{1, 1, 1, 2}));
+  EXPECT_EQ(s.staleness.bins, (std::vector<uint64_t>{1, 1, 1, 2}));
 }
 
 TEST(ServerStats, EmptyHistogramSummarizesAsZero) {
@@ -94,14 +94,14 @@ TEST(ServerStats, NinetyNinthPercentileSeesTheTailOnlyWhenItIsOverOnePercent) {
 
 TEST(ServerStats, SerializeDeserializeRoundTrips) {
   ServerStats s;
-  s.staleness = {5, 0, 7, 1};
+  s.staleness.bins = {5, 0, 7, 1};
   s.updates = 13;
   s.dropped_late = 2;
   s.dropped_stale = 3;
   s.max_clock_gap = 4;
   s.left_workers = {3, 1};
   const ServerStats back = ServerStats::deserialize(s.serialize());
-  EXPECT_EQ(back.staleness, s.staleness);
+  EXPECT_EQ(back.staleness.bins, s.staleness.bins);
   EXPECT_EQ(back.updates, 13u);
   EXPECT_EQ(back.dropped_late, 2u);
   EXPECT_EQ(back.dropped_stale, 3u);
@@ -109,7 +109,7 @@ TEST(ServerStats, SerializeDeserializeRoundTrips) {
   EXPECT_EQ(back.left_workers, (std::vector<uint32_t>{3, 1}));  // in order
 
   const ServerStats empty = ServerStats::deserialize(ServerStats{}.serialize());
-  EXPECT_TRUE(empty.staleness.empty());
+  EXPECT_TRUE(empty.staleness.bins.empty());
   EXPECT_TRUE(empty.left_workers.empty());
   EXPECT_EQ(empty.updates, 0u);
   EXPECT_EQ(empty.dropped_late + empty.dropped_stale + empty.max_clock_gap, 0u);
@@ -117,7 +117,7 @@ TEST(ServerStats, SerializeDeserializeRoundTrips) {
 
 TEST(ServerStats, DeserializeRejectsMalformedMessages) {
   ServerStats s;
-  s.staleness = {5, 0, 7};
+  s.staleness.bins = {5, 0, 7};
   s.updates = 12;
   s.left_workers = {2};
   const auto good = s.serialize();

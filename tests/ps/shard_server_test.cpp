@@ -194,7 +194,7 @@ TEST(ShardServer, AggregatedUpdateStepsWithTheMeanOfTheWorkersGradients) {
   ASSERT_EQ(stats.size(), 2u);
   for (const auto& s : stats) {
     EXPECT_EQ(s.updates, 2u);
-    EXPECT_EQ(s.staleness, (std::vector<uint64_t>{4}));  // 2 gradients in each of 2 updates, all fresh
+    EXPECT_EQ(s.staleness.bins, (std::vector<uint64_t>{4}));  // 2 gradients in each of 2 updates, all fresh
     EXPECT_EQ(s.applied(), 4u);
     EXPECT_EQ(s.dropped_late + s.dropped_stale, 0u);
   }
@@ -234,7 +234,7 @@ TEST(ShardServer, OneByOneDropPolicyDropsStaleGradientsAndLeavesTheParameters) {
   EXPECT_EQ(params, (std::vector<float>{100, -105}));  // the dropped {50, 50} left no trace
   EXPECT_EQ(stats.dropped_stale, 1u);
   EXPECT_EQ(stats.updates, 2u);
-  EXPECT_EQ(stats.staleness, (std::vector<uint64_t>{2}));
+  EXPECT_EQ(stats.staleness.bins, (std::vector<uint64_t>{2}));
   EXPECT_EQ(stats.applied(), 2u);
 }
 
@@ -249,7 +249,7 @@ TEST(ShardServer, OneByOneScalePolicyDividesTheStepByOnePlusStaleness) {
   // 100 - 1 - 2 - 0 - 8/4 - 2/2 - 1, and -100 - 1 - 0 - 2 + 4/4 - 6/2 - 1; the last
   // push, fresh again, takes a full step (the scaled rate does not stick).
   EXPECT_EQ(params, (std::vector<float>{93, -106}));
-  EXPECT_EQ(stats.staleness, (std::vector<uint64_t>{4, 1, 0, 1}));
+  EXPECT_EQ(stats.staleness.bins, (std::vector<uint64_t>{4, 1, 0, 1}));
   EXPECT_EQ(stats.updates, 6u);
   EXPECT_EQ(stats.applied(), 6u);
   EXPECT_EQ(stats.dropped_stale, 0u);
@@ -261,7 +261,7 @@ TEST(ShardServer, OneByOneWithoutPolicyAppliesStaleGradientsInFull) {
   ServerStats stats;
   run_stale_script("none", kStalePushes, kStaleGradients, 6, params, stats);
   EXPECT_EQ(params, (std::vector<float>{86, -106}));
-  EXPECT_EQ(stats.staleness, (std::vector<uint64_t>{4, 1, 0, 1}));
+  EXPECT_EQ(stats.staleness.bins, (std::vector<uint64_t>{4, 1, 0, 1}));
   EXPECT_EQ(stats.applied(), stats.updates);
 }
 
@@ -295,7 +295,7 @@ TEST(ShardServer, PsBackupAppliesTheAcceptedGradientsOnly) {
         const auto stats = finish(w0, 3);
         EXPECT_EQ(stats.updates, 1u);
         EXPECT_EQ(stats.dropped_late, 1u);
-        EXPECT_EQ(stats.staleness, (std::vector<uint64_t>{2}));
+        EXPECT_EQ(stats.staleness.bins, (std::vector<uint64_t>{2}));
       });
   EXPECT_EQ(served.driver_error, "");
   EXPECT_EQ(served.shard_errors[0], "");

@@ -1,0 +1,56 @@
+#pragma once
+// Shared-memory asynchronous SGD: T threads train one shared model with an
+// algorithm from shm_config.hpp. Each thread has its own model replica to
+// compute gradients in, and its own shuffled pass order over the whole
+// training set. The run goes in rounds of --check-every updates; between
+// rounds, with every thread waiting, the training loss of the shared model is
+// measured on a fixed set, and the run stops at the target loss, the epoch or
+// time limit, or when it diverges. The clock counts only the rounds.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/count_histogram.hpp"
+#include "core/dataset.hpp"
+#include "core/model.hpp"
+#include "shm/shared_parameters.hpp"
+#include "shm/shm_config.hpp"
+
+namespace ptrain {
+
+struct LossCheck {
+  uint64_t updates = 0;  // gradients applied so far
+  double seconds = 0;    // training time so far
+  double loss = 0;       // training loss of the shared model on the loss set
+};
+
+struct AsyncSgdResult {
+  std::vector<LossCheck> checks;  // the first is the initial model
+  std::optional<double> seconds_to_target;
+  std::string stopped_by;  // "target", "epochs", "time limit" or "diverged"
+  bool diverged = false;
+  std::string diverged_why;  // e.g. "training loss nan at 1200 updates"
+  double final_loss = 0;     // the last check's
+  uint64_t gradients = 0;    // computed by all threads
+  ThreadCounters totals;     // summed over threads
+  CountHistogram staleness;  // of the gradients applied
+  uint64_t backoff_waits = 0;
+  double backoff_us = 0;
+  double train_seconds = 0;  // in rounds, checks excluded
+  double wall_seconds = 0;
+  std::vector<float> final_params;
+  std::vector<int> cpus;  // each thread's core when pinned (-1: not pinned)
+};
+
+using ReplicaFactory = std::function<std::unique_ptr<Model>()>;
+using LossCheckCallback = std::function<void(const LossCheck&)>;
+
+// Throws ptrain::Error for an impossible configuration, and rethrows the first
+// error a thread met (naming it) after stopping the others. Divergence is not
+// an error: it ends the run and is reported.
+AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, const Dataset& loss_set,
+                             const ReplicaFactory& make_replica, const LossCheckCallback& on_check = {});
+
+}  // namespace ptrain

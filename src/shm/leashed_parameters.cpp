@@ -1,0 +1,98 @@
+#include "shm/leashed_parameters.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <thread>
+
+#include "shm/sgd_update.hpp"
+
+namespace ptrain {
+
+namespace {
+
+// A thread holds at most two vectors at once (the latest it copies from and
+// the one it builds), and the latest holds one: 2T + 1. The rest is slack for
+// vectors a stale reader still pins for a moment.
+size_t pool_size(int threads) { return 2 * static_cast<size_t>(threads) + 3; }
+
+}  // namespace
+
+LeashedParameters::LeashedParameters(std::span<const float> initial, int threads, int persistence)
+    : persistence_(persistence), pool_(pool_size(threads), initial.size()) {
+  ParamVersion* first = pool_.take();  // its reference is the latest's
+  std::copy(initial.begin(), initial.end(), first->values.begin());
+  first->version = 0;
+  first->parent = 0;
+  latest_.store(first, std::memory_order_release);
+}
+
+LeashedParameters::~LeashedParameters() { pool_.unref(latest_.load(std::memory_order_acquire)); }
+
+ParamVersion* LeashedParameters::acquire_latest() {
+  while (true) {
+    ParamVersion* v = latest_.load(std::memory_order_acquire);
+    if (v->try_ref()) {
+      // Still the latest after the reference was taken: it cannot be recycled
+      // before we let go, and its values are the published ones.
+      if (latest_.load(std::memory_order_acquire) == v) return v;
+      pool_.unref(v);
+    }
+  }
+}
+
+ParamVersion* LeashedParameters::take_vector() {
+  // Empty only while stale readers pin a vector for a moment (see pool_size).
+  while (true) {
+    if (ParamVersion* v = pool_.take()) return v;
+    std::this_thread::yield();
+  }
+}
+
+uint64_t LeashedParameters::read(std::span<float> local, Backoff&, ThreadCounters&) {
+  ParamVersion* v = acquire_latest();
+  assert(local.size() == v->values.size());
+  std::copy(v->values.begin(), v->values.end(), local.begin());
+  const uint64_t version = v->version;
+  pool_.unref(v);
+  return version;
+}
+
+ApplyOutcome LeashedParameters::apply(std::span<const float> grad, float lr, uint64_t read_version,
+                                      Backoff& backoff, ThreadCounters& counters) {
+  ParamVersion* next = take_vector();
+  for (int failures = 0;; ++failures) {
+    ParamVersion* current = acquire_latest();
+    sgd_update_into(next->values, current->values, grad, lr);
+    next->version = current->version + 1;
+    next->parent = current->version;
+    ParamVersion* expected = current;
+    // Release: whoever sees `next` as the latest sees its values.
+    if (latest_.compare_exchange_strong(expected, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      const uint64_t staleness = current->version - std::min(current->version, read_version);
+      pool_.unref(current);  // ours
+      pool_.unref(current);  // the latest's, now next's
+      backoff.reset();
+      ++counters.applied;
+      return {true, staleness};
+    }
+    pool_.unref(current);
+    ++counters.failed_swaps;
+    if (persistence_ >= 0 && failures >= persistence_) {
+      pool_.unref(next);
+      ++counters.dropped;
+      return {false, 0};
+    }
+    backoff.wait();
+  }
+}
+
+void LeashedParameters::snapshot(std::span<float> out) const {
+  const ParamVersion* v = latest_.load(std::memory_order_acquire);
+  std::copy(v->values.begin(), v->values.end(), out.begin());
+}
+
+uint64_t LeashedParameters::updates() const { return latest_.load(std::memory_order_acquire)->version; }
+
+uint64_t LeashedParameters::latest_parent() const { return latest_.load(std::memory_order_acquire)->parent; }
+
+}  // namespace ptrain

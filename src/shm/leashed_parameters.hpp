@@ -1,0 +1,44 @@
+#pragma once
+// Leashed-SGD (Bäckström et al., IPDPS 2021): consistent and lock-free. The
+// shared state is one atomic pointer to the latest parameter version. A
+// thread computes its gradient on the version it acquired; to apply it, it
+// copies the latest version into a vector of its own, applies the update
+// there and publishes it with compare-and-swap. When another thread published
+// first, it retries on the new latest version, at most --persistence times,
+// after which the gradient is dropped and counted. Every published version is
+// thus its predecessor plus exactly one update. Staleness: versions published
+// between the one a gradient was computed on and the one it is applied to.
+#include <atomic>
+
+#include "shm/shared_parameters.hpp"
+#include "shm/version_pool.hpp"
+
+namespace ptrain {
+
+class LeashedParameters final : public SharedParameters {
+ public:
+  // persistence: retries after a failed swap (-1: no bound).
+  LeashedParameters(std::span<const float> initial, int threads, int persistence);
+  ~LeashedParameters() override;
+
+  uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
+  ApplyOutcome apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff& backoff,
+                     ThreadCounters& counters) override;
+  void snapshot(std::span<float> out) const override;
+  uint64_t updates() const override;
+
+  // While no thread runs (tests): the latest version's parent, and the free vectors.
+  uint64_t latest_parent() const;
+  const VersionPool& pool() const { return pool_; }
+
+ private:
+  // The latest version with a reference for the caller.
+  ParamVersion* acquire_latest();
+  ParamVersion* take_vector();
+
+  int persistence_;
+  VersionPool pool_;
+  std::atomic<ParamVersion*> latest_;
+};
+
+}  // namespace ptrain

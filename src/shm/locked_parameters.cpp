@@ -1,0 +1,87 @@
+#include "shm/locked_parameters.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+#include "shm/sgd_update.hpp"
+
+namespace ptrain {
+
+namespace {
+
+// Takes the lock, counting a contended acquisition; with backoff, retries
+// try-lock with growing waits instead of queueing on the lock.
+template <typename TryLock, typename Lock>
+void acquire(TryLock try_lock, Lock lock, Backoff& backoff, ThreadCounters& counters) {
+  if (try_lock()) return;
+  ++counters.contended_locks;
+  if (!backoff.enabled()) {
+    lock();
+    return;
+  }
+  do backoff.wait();
+  while (!try_lock());
+  backoff.reset();
+}
+
+}  // namespace
+
+LockedParameters::LockedParameters(std::span<const float> initial, bool shared_reads)
+    : shared_reads_(shared_reads), params_(initial.begin(), initial.end()) {}
+
+uint64_t LockedParameters::read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) {
+  assert(local.size() == params_.size());
+  if (shared_reads_) {
+    acquire([&] { return rwlock_.try_lock_shared(); }, [&] { rwlock_.lock_shared(); }, backoff, counters);
+    std::shared_lock lock(rwlock_, std::adopt_lock);
+    std::copy(params_.begin(), params_.end(), local.begin());
+    return version_;
+  }
+  acquire([&] { return mutex_.try_lock(); }, [&] { mutex_.lock(); }, backoff, counters);
+  std::lock_guard lock(mutex_, std::adopt_lock);
+  std::copy(params_.begin(), params_.end(), local.begin());
+  return version_;
+}
+
+ApplyOutcome LockedParameters::apply(std::span<const float> grad, float lr, uint64_t read_version,
+                                     Backoff& backoff, ThreadCounters& counters) {
+  auto update = [&] {
+    sgd_update(params_, grad, lr);
+    return ApplyOutcome{true, version_++ - read_version};
+  };
+  ++counters.applied;
+  if (shared_reads_) {
+    acquire([&] { return rwlock_.try_lock(); }, [&] { rwlock_.lock(); }, backoff, counters);
+    std::unique_lock lock(rwlock_, std::adopt_lock);
+    return update();
+  }
+  acquire([&] { return mutex_.try_lock(); }, [&] { mutex_.lock(); }, backoff, counters);
+  std::lock_guard lock(mutex_, std::adopt_lock);
+  return update();
+}
+
+void LockedParameters::snapshot(std::span<float> out) const { std::copy(params_.begin(), params_.end(), out.begin()); }
+
+uint64_t LockedParameters::updates() const {
+  // Only called while no thread runs (the runner's checks) or for tests after the run.
+  return version_;
+}
+
+uint64_t SequentialParameters::read(std::span<float> local, Backoff&, ThreadCounters&) {
+  if (local.data() != params_.data()) std::copy(params_.begin(), params_.end(), local.begin());
+  return version_;
+}
+
+ApplyOutcome SequentialParameters::apply(std::span<const float> grad, float lr, uint64_t, Backoff&,
+                                         ThreadCounters& counters) {
+  sgd_update(params_, grad, lr);
+  ++version_;
+  ++counters.applied;
+  return {true, 0};
+}
+
+void SequentialParameters::snapshot(std::span<float> out) const {
+  std::copy(params_.begin(), params_.end(), out.begin());
+}
+
+}  // namespace ptrain

@@ -1,0 +1,49 @@
+#pragma once
+// Lock-based AsyncSGD: a thread copies the parameters under a lock, computes
+// its gradient without it, and applies the update under it again. With a
+// read-write lock the copies share the lock and only updates exclude each
+// other. Staleness: updates applied between a thread's copy and its update.
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+#include "shm/shared_parameters.hpp"
+
+namespace ptrain {
+
+class LockedParameters final : public SharedParameters {
+ public:
+  // shared_reads: the read-write lock (rwlock); else one mutex (mutex).
+  LockedParameters(std::span<const float> initial, bool shared_reads);
+
+  uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
+  ApplyOutcome apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff& backoff,
+                     ThreadCounters& counters) override;
+  void snapshot(std::span<float> out) const override;
+  uint64_t updates() const override;
+
+ private:
+  bool shared_reads_;
+  std::mutex mutex_;
+  std::shared_mutex rwlock_;
+  std::vector<float> params_;
+  uint64_t version_ = 0;  // updates applied; guarded by the lock
+};
+
+// seq: the single thread's own replica is the storage, so reads copy nothing.
+class SequentialParameters final : public SharedParameters {
+ public:
+  explicit SequentialParameters(std::span<float> replica) : params_(replica) {}
+
+  uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
+  ApplyOutcome apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff& backoff,
+                     ThreadCounters& counters) override;
+  void snapshot(std::span<float> out) const override;
+  uint64_t updates() const override { return version_; }
+
+ private:
+  std::span<float> params_;
+  uint64_t version_ = 0;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,47 @@
+#pragma once
+// The one parameter vector all threads train, and the rule that guards it.
+// A thread reads it into its own replica, computes a gradient there without
+// any synchronization, and applies `params -= lr * grad` through apply(). The
+// algorithms (shm_config.hpp) differ only in these two calls.
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "shm/backoff.hpp"
+#include "shm/shm_config.hpp"
+
+namespace ptrain {
+
+// What one thread counts; the runner adds them up at the end.
+struct ThreadCounters {
+  uint64_t applied = 0;          // gradients applied
+  uint64_t dropped = 0;          // leashed: gradients given up after --persistence failed swaps
+  uint64_t failed_swaps = 0;     // leashed: compare-and-swaps that lost to another thread
+  uint64_t contended_locks = 0;  // mutex, rwlock: acquisitions that found the lock taken
+};
+
+struct ApplyOutcome {
+  bool applied = false;
+  uint64_t staleness = 0;  // see each algorithm; 0 for seq
+};
+
+class SharedParameters {
+ public:
+  virtual ~SharedParameters() = default;
+
+  // Copies the current parameters into `local` and returns the version read.
+  virtual uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) = 0;
+  // Applies params -= lr * grad, for a gradient computed on version `read_version`.
+  virtual ApplyOutcome apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff& backoff,
+                             ThreadCounters& counters) = 0;
+  // The parameters, while no thread runs.
+  virtual void snapshot(std::span<float> out) const = 0;
+  // Updates applied so far.
+  virtual uint64_t updates() const = 0;
+};
+
+// The algorithm's shared parameters, starting from `initial`. For seq,
+// `initial` must be the one thread's replica, which then is the storage (no copies).
+std::unique_ptr<SharedParameters> make_shared_parameters(const ShmConfig& config, std::span<float> initial);
+
+}  // namespace ptrain

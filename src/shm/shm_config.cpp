@@ -1,0 +1,70 @@
+#include "shm/shm_config.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+const std::vector<std::string>& shm_algorithm_names() {
+  static const std::vector<std::string> names = {"seq", "mutex", "rwlock", "hogwild", "leashed"};
+  return names;
+}
+
+ShmAlgorithm parse_shm_algorithm(const std::string& name) {
+  if (name == "seq") return ShmAlgorithm::Seq;
+  if (name == "mutex") return ShmAlgorithm::Mutex;
+  if (name == "rwlock") return ShmAlgorithm::RwLock;
+  if (name == "hogwild") return ShmAlgorithm::Hogwild;
+  if (name == "leashed") return ShmAlgorithm::Leashed;
+  throw Error("--strategy: unknown shared-memory algorithm '" + name +
+              "' (choose seq, mutex, rwlock, hogwild or leashed)");
+}
+
+std::string to_string(ShmAlgorithm algorithm) {
+  return shm_algorithm_names().at(static_cast<size_t>(algorithm));
+}
+
+BackoffKind parse_backoff_kind(const std::string& name) {
+  if (name == "none") return BackoffKind::None;
+  if (name == "exp") return BackoffKind::Exponential;
+  if (name == "exp-jitter") return BackoffKind::ExponentialJitter;
+  throw Error("--backoff: unknown backoff '" + name + "' (choose none, exp or exp-jitter)");
+}
+
+std::string to_string(BackoffKind kind) {
+  switch (kind) {
+    case BackoffKind::None: return "none";
+    case BackoffKind::Exponential: return "exp";
+    case BackoffKind::ExponentialJitter: return "exp-jitter";
+  }
+  return "?";
+}
+
+void validate_shm_config(const ShmConfig& c) {
+  if (c.threads < 1) throw Error(fmt::format("--threads must be at least 1 (got {})", c.threads));
+  if (c.algorithm == ShmAlgorithm::Seq && c.threads != 1)
+    throw Error(fmt::format("--strategy seq runs one thread (got --threads {})", c.threads));
+  if (c.batch < 1) throw Error("--batch must be at least 1");
+  if (!(c.lr > 0) || !std::isfinite(c.lr)) throw Error(fmt::format("--lr must be > 0 (got {})", c.lr));
+  if (!(c.epochs > 0) || !std::isfinite(c.epochs))
+    throw Error(fmt::format("--epochs must be > 0 (got {})", c.epochs));
+  if (c.persistence < -1)
+    throw Error(fmt::format("--persistence must be -1 (no bound) or at least 0 (got {})", c.persistence));
+  if (c.persistence != -1 && c.algorithm != ShmAlgorithm::Leashed)
+    throw Error("--persistence applies to --strategy leashed only (got --strategy " + to_string(c.algorithm) + ")");
+  if (!(c.backoff.min_us > 0) || !std::isfinite(c.backoff.min_us))
+    throw Error(fmt::format("--backoff-min must be > 0 microseconds (got {})", c.backoff.min_us));
+  if (!(c.backoff.max_us >= c.backoff.min_us) || !std::isfinite(c.backoff.max_us))
+    throw Error(fmt::format("--backoff-max must be at least --backoff-min ({} us) (got {})", c.backoff.min_us,
+                            c.backoff.max_us));
+  if (!(c.target_loss >= 0) || !std::isfinite(c.target_loss))
+    throw Error(fmt::format("--target-loss must be >= 0 (got {})", c.target_loss));
+  if (!(c.diverge_above > 0)) throw Error(fmt::format("--diverge-above must be > 0 (got {})", c.diverge_above));
+  if (!(c.time_limit_s >= 0) || !std::isfinite(c.time_limit_s))
+    throw Error(fmt::format("--time-limit must be >= 0 seconds (got {})", c.time_limit_s));
+}
+
+}  // namespace ptrain

@@ -1,0 +1,59 @@
+#pragma once
+// What a shared-memory asynchronous SGD run is: the algorithm that guards the
+// one shared parameter vector, its threads, the step, and when to stop.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ptrain {
+
+enum class ShmAlgorithm {
+  Seq,      // one thread, no synchronization: the baseline
+  Mutex,    // lock-based AsyncSGD: copy under a lock, compute without it, update under it
+  RwLock,   // the same with a read-write lock: copies share it, updates take it alone
+  Hogwild,  // no lock: relaxed element-wise reads and updates (HOGWILD!)
+  Leashed,  // Leashed-SGD: versions published by compare-and-swap on one pointer
+};
+
+// "seq", "mutex", "rwlock", "hogwild", "leashed"; throws ptrain::Error naming the value otherwise.
+ShmAlgorithm parse_shm_algorithm(const std::string& name);
+std::string to_string(ShmAlgorithm algorithm);
+const std::vector<std::string>& shm_algorithm_names();
+
+enum class BackoffKind { None, Exponential, ExponentialJitter };
+
+// After a contended lock or a failed swap: wait min_us, then twice as long each
+// time up to max_us; with jitter, a uniform fraction of that (full jitter).
+struct BackoffConfig {
+  BackoffKind kind = BackoffKind::None;
+  double min_us = 1;
+  double max_us = 1000;
+};
+
+// "none", "exp", "exp-jitter"; throws ptrain::Error naming the value otherwise.
+BackoffKind parse_backoff_kind(const std::string& name);
+std::string to_string(BackoffKind kind);
+
+struct ShmConfig {
+  ShmAlgorithm algorithm = ShmAlgorithm::Leashed;
+  int threads = 2;
+  size_t batch = 16;
+  float lr = 0.01f;  // plain SGD: params -= lr * grad
+  // Stop after this many passes over the training set, counted in samples by all threads together.
+  double epochs = 10;
+  // Leashed: failed swaps a gradient may retry after its first attempt before it is dropped (-1: no bound).
+  int persistence = -1;
+  BackoffConfig backoff;
+  bool pin = false;  // thread t on the t-th allowed core
+  uint64_t seed = 42;
+  double target_loss = 0;     // stop once the training loss is at most this (0: no target)
+  size_t check_every = 0;     // updates between training-loss checks (0: a tenth of an epoch)
+  double diverge_above = 1e3; // a loss above this (or not finite) ends the run as diverged
+  double time_limit_s = 0;    // stop after this much training time (0: no limit)
+};
+
+// Throws ptrain::Error naming the first impossible option as its flag (e.g. "--threads").
+void validate_shm_config(const ShmConfig& config);
+
+}  // namespace ptrain

@@ -1,0 +1,102 @@
+// Leashed-SGD's guarantees: a single chain of versions, the persistence bound,
+// and reclamation (every vector back in the pool; ASan checks for leaks).
+#include "shm/leashed_parameters.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace ptrain {
+namespace {
+
+constexpr size_t kSize = 256;
+
+TEST(LeashedParameters, PublishesOneChainOfVersions) {
+  std::vector<float> initial(kSize, 0.0f);
+  const int threads = 4, steps = 400;
+  LeashedParameters shared(initial, threads, -1);
+  std::atomic<uint64_t> bad_links{0};
+  std::vector<ThreadCounters> counters(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::vector<float> local(kSize), grad(kSize, -1.0f);
+      Backoff b({}, t);
+      for (int s = 0; s < steps; ++s) {
+        const uint64_t v = shared.read(local, b, counters[t]);
+        // A consistent copy: every element has seen exactly `v` updates.
+        for (float x : local)
+          if (x != static_cast<float>(v)) bad_links.fetch_add(1, std::memory_order_relaxed);
+        shared.apply(grad, 1.0f, v, b, counters[t]);
+      }
+    });
+  for (auto& th : pool) th.join();
+  uint64_t applied = 0, failed = 0;
+  for (const auto& c : counters) applied += c.applied, failed += c.failed_swaps;
+  EXPECT_EQ(bad_links.load(), 0u);
+  EXPECT_EQ(applied, uint64_t{threads * steps});
+  // Version n has parent n - 1 and holds exactly n updates: no update was lost or applied twice.
+  EXPECT_EQ(shared.updates(), applied);
+  EXPECT_EQ(shared.latest_parent(), applied - 1);
+  std::vector<float> final_params(kSize);
+  shared.snapshot(final_params);
+  for (float p : final_params) ASSERT_EQ(p, static_cast<float>(applied));
+  // Every vector but the latest is back in the pool.
+  EXPECT_EQ(shared.pool().free_count(), shared.pool().capacity() - 1);
+  RecordProperty("failed_swaps", static_cast<int>(failed));
+}
+
+TEST(LeashedParameters, PersistenceBoundDropsAndCountsUnderContention) {
+  const int threads = 4, steps = 300;
+  // Rounds until the threads collided at least once (the first almost always does).
+  for (int round = 0; round < 20; ++round) {
+    std::vector<float> initial(1 << 14, 0.0f);
+    LeashedParameters shared(initial, threads, 0);  // one attempt per gradient
+    std::vector<ThreadCounters> counters(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        std::vector<float> local(initial.size()), grad(initial.size(), -1.0f);
+        Backoff b({}, t);
+        for (int s = 0; s < steps; ++s) shared.apply(grad, 1.0f, shared.read(local, b, counters[t]), b, counters[t]);
+      });
+    for (auto& th : pool) th.join();
+    uint64_t applied = 0, dropped = 0, failed = 0;
+    for (const auto& c : counters) applied += c.applied, dropped += c.dropped, failed += c.failed_swaps;
+    // With persistence 0 every failed swap drops its gradient; each gradient is applied or dropped.
+    EXPECT_EQ(dropped, failed);
+    EXPECT_EQ(applied + dropped, uint64_t{threads * steps});
+    EXPECT_EQ(shared.updates(), applied);
+    std::vector<float> final_params(initial.size());
+    shared.snapshot(final_params);
+    for (float p : final_params) ASSERT_EQ(p, static_cast<float>(applied));
+    EXPECT_EQ(shared.pool().free_count(), shared.pool().capacity() - 1);
+    if (dropped > 0) return;
+  }
+  FAIL() << "4 threads never collided in 20 rounds of 300 updates";
+}
+
+TEST(LeashedParameters, UnboundedPersistenceRetriesUntilApplied) {
+  const int threads = 4, steps = 300;
+  std::vector<float> initial(1 << 14, 0.0f);
+  LeashedParameters shared(initial, threads, -1);
+  std::vector<ThreadCounters> counters(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::vector<float> local(initial.size()), grad(initial.size(), -1.0f);
+      Backoff b({}, t);
+      for (int s = 0; s < steps; ++s) shared.apply(grad, 1.0f, shared.read(local, b, counters[t]), b, counters[t]);
+    });
+  for (auto& th : pool) th.join();
+  uint64_t applied = 0, dropped = 0;
+  for (const auto& c : counters) applied += c.applied, dropped += c.dropped;
+  EXPECT_EQ(dropped, 0u);
+  EXPECT_EQ(applied, uint64_t{threads * steps});
+  EXPECT_EQ(shared.updates(), applied);
+}
+
+}  // namespace
+}  // namespace ptrain
