@@ -6,6 +6,8 @@
 
 #include "cli/bench_allreduce_command.hpp"
 #include "cli/bench_compress_command.hpp"
+#include "cli/shm_command.hpp"
+#include "cli/sweep_command.hpp"
 #include "cli/train_command.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
@@ -14,10 +16,14 @@ int main(int argc, char** argv) {
   // Under mpirun every rank initialises MPI first; an error on one rank ends the job.
   std::unique_ptr<ptrain::MpiRuntime> mpi;
   if (ptrain::launched_by_mpi()) mpi = std::make_unique<ptrain::MpiRuntime>(&argc, &argv);
-  CLI::App app{"ptrain: train neural networks with many workers (hybrid all-reduce, ...)", "ptrain"};
+  CLI::App app{"ptrain: train neural networks with many workers (all-reduce, parameter servers, shared-memory async SGD)", "ptrain"};
   app.require_subcommand(1);
   ptrain::TrainOptions train_options;
   auto* train = ptrain::add_train_command(app, train_options);
+  ptrain::ShmCommandOptions shm_options;
+  auto* shm = ptrain::add_shm_command(app, shm_options);
+  ptrain::SweepOptions sweep_options;
+  auto* sweep = ptrain::add_sweep_command(app, sweep_options);
   auto* bench = app.add_subcommand("bench", "Benchmarks of ptrain's parts");
   bench->require_subcommand(1);
   ptrain::BenchAllreduceOptions bench_allreduce_options;
@@ -36,6 +42,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (train->parsed()) return ptrain::run_train_command(train_options);
+    if (shm->parsed()) return ptrain::run_shm_command(shm_options);
+    if (sweep->parsed()) return ptrain::run_sweep_command(sweep_options);
     if (bench_allreduce->parsed()) return ptrain::run_bench_allreduce_command(bench_allreduce_options);
     if (bench_compress->parsed()) return ptrain::run_bench_compress_command(bench_compress_options);
   } catch (const ptrain::Error& e) {

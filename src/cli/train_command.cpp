@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli/byte_size.hpp"
+#include "cli/model_widths.hpp"
 #include "cli/progress_display.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
@@ -20,27 +21,6 @@
 namespace ptrain {
 
 namespace {
-
-std::vector<int64_t> parse_widths(const std::string& text) {
-  std::vector<int64_t> widths;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    size_t used = 0;
-    long long value = 0;
-    try {
-      value = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || value <= 0)
-      throw Error("--hidden '" + text + "': expected positive widths separated by commas, e.g. 256,128");
-    widths.push_back(value);
-    start = comma + 1;
-  }
-  return widths;
-}
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();

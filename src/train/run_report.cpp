@@ -25,6 +25,8 @@ std::string fnv1a64_hex(std::span<const std::byte> bytes) {
 
 }  // namespace
 
+std::string params_fingerprint(std::span<const float> params) { return fnv1a64_hex(std::as_bytes(params)); }
+
 nlohmann::json make_run_report(const nlohmann::json& config, const RunResult& r) {
   nlohmann::json report;
   report["config"] = config;
@@ -93,36 +95,40 @@ nlohmann::json make_run_report(const nlohmann::json& config, const RunResult& r)
       {"samples_per_s", r.samples_per_s},
       {"final_test_accuracy", r.epochs.empty() ? 0.0 : r.epochs.back().test_accuracy},
       {"final_train_loss", r.epochs.empty() ? 0.0 : r.epochs.back().train_loss},
-      {"final_params_fnv1a64", fnv1a64_hex(std::as_bytes(std::span<const float>(r.final_params)))}};
+      {"final_params_fnv1a64", params_fingerprint(r.final_params)}};
   return report;
 }
 
-void check_writable(const std::string& path) {
+void check_writable(const std::string& path, const std::string& option) {
   namespace fs = std::filesystem;
   const fs::path p(path);
-  if (fs::is_directory(p)) throw Error("--report " + path + ": is a directory");
+  if (fs::is_directory(p)) throw Error(option + " " + path + ": is a directory");
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir))
-    throw Error("--report " + path + ": directory " + dir.string() + " does not exist");
+    throw Error(option + " " + path + ": directory " + dir.string() + " does not exist");
   if (::access(dir.c_str(), W_OK) != 0)
-    throw Error("--report " + path + ": cannot write in " + dir.string() + " (" + std::strerror(errno) + ")");
+    throw Error(option + " " + path + ": cannot write in " + dir.string() + " (" + std::strerror(errno) + ")");
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& json) {
+  write_text_file(path, json.dump(2) + "\n");
+}
+
+void write_text_file(const std::string& path, const std::string& text, const std::string& option) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp);
-    out << json.dump(2) << '\n';
+    out << text;
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());
-      throw Error("--report " + path + ": write failed");
+      throw Error(option + " " + path + ": write failed");
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     std::remove(tmp.c_str());
-    throw Error("--report " + path + ": cannot rename into place (" + why + ")");
+    throw Error(option + " " + path + ": cannot rename into place (" + why + ")");
   }
 }
 

@@ -6,35 +6,16 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "run_ptrain.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-Outcome run_ptrain_with_env(const std::string& env, const std::string& args) {
-  test::ScratchDir dir;
-  const std::string command =
-      env + " " + std::string(PTRAIN_EXE) + " " + args + " >" + dir.file("out") + " 2>" + dir.file("err");
-  const int status = std::system(command.c_str());
-  Outcome o;
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto slurp = [](const std::string& p) {
-    auto bytes = test::read_bytes(p);
-    return std::string(bytes.begin(), bytes.end());
-  };
-  o.out = slurp(dir.file("out"));
-  o.err = slurp(dir.file("err"));
-  return o;
-}
-
-Outcome run_ptrain(const std::string& args) { return run_ptrain_with_env("", args); }
-
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+using test::lines;
+using test::Outcome;
+using test::run_ptrain;
+using test::run_ptrain_with_env;
 
 struct BadOption {
   std::string args;

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/error.hpp"
+#include "data/random_subset.hpp"
 
 namespace ptrain {
 namespace {
@@ -57,6 +59,31 @@ TEST(Synthetic, RejectsBadArguments) {
   EXPECT_THROW(make_gaussian_clusters(10, 3, 0, 1), Error);
   EXPECT_THROW(make_gaussian_clusters(10, 3, 2, 1, -1.0f), Error);
   EXPECT_THROW(make_gaussian_clusters(10, 3, 2, 1, NAN), Error);
+}
+
+}  // namespace
+}  // namespace ptrain
+
+namespace ptrain {
+namespace {
+
+TEST(RandomSubset, FixedBySeedWithoutRepeatsInOriginalOrder) {
+  const Dataset data = make_gaussian_clusters(200, 3, 4, 1);
+  const Dataset a = random_subset(data, 50, 7), b = random_subset(data, 50, 7), c = random_subset(data, 50, 8);
+  ASSERT_EQ(a.size(), 50u);
+  EXPECT_EQ(a.labels().size(), 50u);
+  EXPECT_TRUE(std::equal(a.features().begin(), a.features().end(), b.features().begin()));
+  EXPECT_FALSE(std::equal(a.features().begin(), a.features().end(), c.features().begin()));
+  // Every sample is one of the set's, each at most once, in the set's order.
+  size_t from = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    while (from < data.size() && !std::equal(a.sample(i).begin(), a.sample(i).end(), data.sample(from).begin())) ++from;
+    ASSERT_LT(from, data.size()) << "sample " << i;
+    EXPECT_EQ(a.label(i), data.label(from));
+    ++from;
+  }
+  EXPECT_EQ(random_subset(data, 0, 1).size(), 200u);
+  EXPECT_EQ(random_subset(data, 500, 1).size(), 200u);
 }
 
 }  // namespace

@@ -1,0 +1,38 @@
+#pragma once
+// Runs the ptrain executable as a user would, capturing its exit code and output.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "test_support.hpp"
+
+namespace ptrain::test {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+inline Outcome run_ptrain_with_env(const std::string& env, const std::string& args) {
+  ScratchDir dir;
+  const std::string command =
+      env + " " + std::string(PTRAIN_EXE) + " " + args + " >" + dir.file("out") + " 2>" + dir.file("err");
+  const int status = std::system(command.c_str());
+  Outcome o;
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto slurp = [](const std::string& p) {
+    auto bytes = read_bytes(p);
+    return std::string(bytes.begin(), bytes.end());
+  };
+  o.out = slurp(dir.file("out"));
+  o.err = slurp(dir.file("err"));
+  return o;
+}
+
+inline Outcome run_ptrain(const std::string& args) { return run_ptrain_with_env("", args); }
+
+inline size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace ptrain::test
