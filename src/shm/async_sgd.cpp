@@ -110,6 +110,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
     Model& model = *replicas[t];
     BatchStream stream(train_set, config.batch, derive_seed(config.seed, kOrderStream + t));
     Backoff backoff(config.backoff, derive_seed(config.seed, kOrderStream + 1000 + t));
+    std::optional<uint64_t> fresh;  // the replica already holds this version (refreshed by the last apply)
     while (true) {
       round_start.arrive_and_wait();
       if (state.done.load(std::memory_order_acquire)) break;
@@ -117,7 +118,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
         while (!state.halt.load(std::memory_order_relaxed) &&
                state.budget.fetch_sub(1, std::memory_order_relaxed) > 0) {
           const Batch& batch = stream.next();
-          const uint64_t read_version = shared->read(model.params(), backoff, tally.counters);
+          const uint64_t read_version = fresh ? *fresh : shared->read(model.params(), backoff, tally.counters);
           const float loss = model.forward_backward(batch);
           ++tally.gradients;
           if (!std::isfinite(loss) || loss > config.diverge_above) {
@@ -128,8 +129,10 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
             state.halt.store(true, std::memory_order_relaxed);
             break;
           }
-          const ApplyOutcome outcome = shared->apply(model.grads(), config.lr, read_version, backoff, tally.counters);
+          const ApplyOutcome outcome =
+              shared->apply(model.grads(), config.lr, read_version, backoff, tally.counters, model.params());
           if (outcome.applied) tally.staleness.record(outcome.staleness);
+          fresh = outcome.refreshed ? std::optional<uint64_t>(outcome.version) : std::nullopt;
         }
       } catch (...) {
         std::lock_guard lock(state.mutex);

@@ -4,8 +4,10 @@
 // updates of one element may overwrite each other, as in the paper. Every
 // access goes through std::atomic_ref<float> with relaxed order: on x86 that
 // is the same plain load and store, but it is well-defined C++ and
-// ThreadSanitizer accepts it. Staleness: updates other threads completed
-// between a thread's copy and the start of its update.
+// ThreadSanitizer accepts it. The update refreshes the thread's replica in
+// the same pass (its next read, without a second sweep over shared memory).
+// Staleness: updates other threads completed between a thread's read and the
+// start of its update.
 #include <atomic>
 #include <vector>
 
@@ -19,7 +21,7 @@ class HogwildParameters final : public SharedParameters {
 
   uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
   ApplyOutcome apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff& backoff,
-                     ThreadCounters& counters) override;
+                     ThreadCounters& counters, std::span<float> replica) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override { return completed_.load(std::memory_order_acquire); }
 

@@ -58,7 +58,7 @@ uint64_t LeashedParameters::read(std::span<float> local, Backoff&, ThreadCounter
 }
 
 ApplyOutcome LeashedParameters::apply(std::span<const float> grad, float lr, uint64_t read_version,
-                                      Backoff& backoff, ThreadCounters& counters) {
+                                      Backoff& backoff, ThreadCounters& counters, std::span<float>) {
   ParamVersion* next = take_vector();
   for (int failures = 0;; ++failures) {
     ParamVersion* current = acquire_latest();
@@ -73,14 +73,14 @@ ApplyOutcome LeashedParameters::apply(std::span<const float> grad, float lr, uin
       pool_.unref(current);  // the latest's, now next's
       backoff.reset();
       ++counters.applied;
-      return {true, staleness};
+      return {true, staleness, false, 0};
     }
     pool_.unref(current);
     ++counters.failed_swaps;
     if (persistence_ >= 0 && failures >= persistence_) {
       pool_.unref(next);
       ++counters.dropped;
-      return {false, 0};
+      return {false, 0, false, 0};
     }
     backoff.wait();
   }

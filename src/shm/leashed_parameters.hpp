@@ -23,7 +23,7 @@ class LeashedParameters final : public SharedParameters {
 
   uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
   ApplyOutcome apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff& backoff,
-                     ThreadCounters& counters) override;
+                     ThreadCounters& counters, std::span<float> replica) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override;
 

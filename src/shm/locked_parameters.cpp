@@ -44,10 +44,10 @@ uint64_t LockedParameters::read(std::span<float> local, Backoff& backoff, Thread
 }
 
 ApplyOutcome LockedParameters::apply(std::span<const float> grad, float lr, uint64_t read_version,
-                                     Backoff& backoff, ThreadCounters& counters) {
+                                     Backoff& backoff, ThreadCounters& counters, std::span<float>) {
   auto update = [&] {
     sgd_update(params_, grad, lr);
-    return ApplyOutcome{true, version_++ - read_version};
+    return ApplyOutcome{true, version_++ - read_version, false, 0};
   };
   ++counters.applied;
   if (shared_reads_) {
@@ -73,7 +73,7 @@ uint64_t SequentialParameters::read(std::span<float> local, Backoff&, ThreadCoun
 }
 
 ApplyOutcome SequentialParameters::apply(std::span<const float> grad, float lr, uint64_t, Backoff&,
-                                         ThreadCounters& counters) {
+                                         ThreadCounters& counters, std::span<float>) {
   sgd_update(params_, grad, lr);
   ++version_;
   ++counters.applied;

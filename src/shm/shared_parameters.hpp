@@ -23,6 +23,10 @@ struct ThreadCounters {
 struct ApplyOutcome {
   bool applied = false;
   uint64_t staleness = 0;  // see each algorithm; 0 for seq
+  // The algorithm refreshed the caller's replica in the same pass (HOGWILD!):
+  // it holds the parameters as of `version`, and the next read may be skipped.
+  bool refreshed = false;
+  uint64_t version = 0;
 };
 
 class SharedParameters {
@@ -32,8 +36,9 @@ class SharedParameters {
   // Copies the current parameters into `local` and returns the version read.
   virtual uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) = 0;
   // Applies params -= lr * grad, for a gradient computed on version `read_version`.
+  // `replica` is the caller's copy, which an algorithm may refresh on the way (see ApplyOutcome).
   virtual ApplyOutcome apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff& backoff,
-                             ThreadCounters& counters) = 0;
+                             ThreadCounters& counters, std::span<float> replica) = 0;
   // The parameters, while no thread runs.
   virtual void snapshot(std::span<float> out) const = 0;
   // Updates applied so far.

@@ -117,7 +117,7 @@ class ThrowingModel final : public Model {
   std::span<float> params() override { return inner_.params(); }
   std::span<float> grads() override { return inner_.grads(); }
   float forward_backward(const Batch& b) override {
-    if (id_ == 1 && ++calls_ == 5) throw Error("out of memory in layer 2");
+    if (id_ == 1 && ++calls_ == 2) throw Error("out of memory in layer 2");
     return inner_.forward_backward(b);
   }
   Metrics evaluate(const Dataset& d) override { return inner_.evaluate(d); }
@@ -131,6 +131,7 @@ class ThrowingModel final : public Model {
 TEST(AsyncSgd, AThreadsErrorStopsTheRunAndNamesTheThread) {
   const Dataset data = make_gaussian_clusters(64, 2, 2, 1);
   ShmConfig c = config_for(ShmAlgorithm::Leashed, 2);
+  c.epochs = 1e6;  // the run lasts until thread 1 has had its turn, however the threads are scheduled
   int made = 0;
   const std::string message = test::error_message(
       [&] { run_async_sgd(c, data, data, [&] { return std::make_unique<ThrowingModel>(&made); }); });

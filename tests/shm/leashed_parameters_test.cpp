@@ -29,7 +29,7 @@ TEST(LeashedParameters, PublishesOneChainOfVersions) {
         // A consistent copy: every element has seen exactly `v` updates.
         for (float x : local)
           if (x != static_cast<float>(v)) bad_links.fetch_add(1, std::memory_order_relaxed);
-        shared.apply(grad, 1.0f, v, b, counters[t]);
+        shared.apply(grad, 1.0f, v, b, counters[t], {});
       }
     });
   for (auto& th : pool) th.join();
@@ -60,7 +60,7 @@ TEST(LeashedParameters, PersistenceBoundDropsAndCountsUnderContention) {
       pool.emplace_back([&, t] {
         std::vector<float> local(initial.size()), grad(initial.size(), -1.0f);
         Backoff b({}, t);
-        for (int s = 0; s < steps; ++s) shared.apply(grad, 1.0f, shared.read(local, b, counters[t]), b, counters[t]);
+        for (int s = 0; s < steps; ++s) shared.apply(grad, 1.0f, shared.read(local, b, counters[t]), b, counters[t], {});
       });
     for (auto& th : pool) th.join();
     uint64_t applied = 0, dropped = 0, failed = 0;
@@ -88,7 +88,7 @@ TEST(LeashedParameters, UnboundedPersistenceRetriesUntilApplied) {
     pool.emplace_back([&, t] {
       std::vector<float> local(initial.size()), grad(initial.size(), -1.0f);
       Backoff b({}, t);
-      for (int s = 0; s < steps; ++s) shared.apply(grad, 1.0f, shared.read(local, b, counters[t]), b, counters[t]);
+      for (int s = 0; s < steps; ++s) shared.apply(grad, 1.0f, shared.read(local, b, counters[t]), b, counters[t], {});
     });
   for (auto& th : pool) th.join();
   uint64_t applied = 0, dropped = 0;

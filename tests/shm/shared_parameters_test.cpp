@@ -31,7 +31,7 @@ Totals hammer(SharedParameters& shared, int threads, int steps, BackoffConfig ba
       for (int s = 0; s < steps; ++s) {
         const uint64_t v = shared.read(local, b, per[t].counters);
         std::this_thread::yield();
-        const ApplyOutcome o = shared.apply(grad, 1.0f, v, b, per[t].counters);
+        const ApplyOutcome o = shared.apply(grad, 1.0f, v, b, per[t].counters, {});
         if (o.applied) per[t].max_staleness = std::max(per[t].max_staleness, o.staleness);
       }
     });
@@ -110,11 +110,30 @@ TEST(SharedParameters, SequentialTrainsTheReplicaInPlace) {
   ThreadCounters counters;
   std::vector<float> grad(kSize, 0.5f);
   const uint64_t v = shared->read(replica, b, counters);
-  const ApplyOutcome o = shared->apply(grad, 2.0f, v, b, counters);
+  const ApplyOutcome o = shared->apply(grad, 2.0f, v, b, counters, {});
   EXPECT_TRUE(o.applied);
   EXPECT_EQ(o.staleness, 0u);
   EXPECT_EQ(replica[0], 0.0f);  // 1 - 2 * 0.5, in the replica itself
   EXPECT_EQ(shared->updates(), 1u);
+}
+
+TEST(SharedParameters, HogwildRefreshesTheReplicaInTheSamePass) {
+  std::vector<float> initial(kSize, 3.0f), replica(kSize, -7.0f), grad(kSize, 1.0f);
+  auto shared = make(ShmAlgorithm::Hogwild, 1, initial);
+  Backoff b({}, 1);
+  ThreadCounters counters;
+  const ApplyOutcome o = shared->apply(grad, 0.5f, 0, b, counters, replica);
+  EXPECT_TRUE(o.refreshed);
+  EXPECT_EQ(o.version, 1u);
+  EXPECT_EQ(replica, std::vector<float>(kSize, 2.5f));
+  EXPECT_EQ(snapshot(*shared), replica);
+  // The others leave the replica alone.
+  for (auto algorithm : {ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Leashed}) {
+    auto other = make(algorithm, 1, initial);
+    std::vector<float> untouched(kSize, -7.0f);
+    EXPECT_FALSE(other->apply(grad, 0.5f, 0, b, counters, untouched).refreshed);
+    EXPECT_EQ(untouched, std::vector<float>(kSize, -7.0f));
+  }
 }
 
 TEST(SharedParameters, LockStalenessCountsTheUpdatesInBetween) {
@@ -125,8 +144,8 @@ TEST(SharedParameters, LockStalenessCountsTheUpdatesInBetween) {
     Backoff b({}, 1);
     ThreadCounters counters;
     const uint64_t old = shared->read(local, b, counters);
-    for (int i = 0; i < 3; ++i) shared->apply(grad, 1.0f, shared->read(local, b, counters), b, counters);
-    EXPECT_EQ(shared->apply(grad, 1.0f, old, b, counters).staleness, 3u);
+    for (int i = 0; i < 3; ++i) shared->apply(grad, 1.0f, shared->read(local, b, counters), b, counters, {});
+    EXPECT_EQ(shared->apply(grad, 1.0f, old, b, counters, {}).staleness, 3u);
   }
 }
 
