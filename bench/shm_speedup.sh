@@ -2,18 +2,20 @@
 # Shared-memory asynchronous SGD against one thread (issue 6's measurement):
 # every algorithm with THREADS threads and seq with one, each at its best
 # step size from LRS, REPS runs each, timed to the training loss TARGET (on a
-# fixed sample of LOSS_SAMPLE training images). Prints a markdown table of the
+# fixed sample of LOSS_SAMPLE training images, every CHECK_EVERY updates). Prints a markdown table of the
 # median time to the target and its ratio to seq's, with staleness and failed
 # swaps, and keeps every run in BUILD_DIR/bench-shm-speedup.csv. The defaults
 # (the 784-128-128-128-10 MLP on all of Fashion-MNIST) take about 5 minutes on 2 cores.
 #   bench/shm_speedup.sh [BUILD_DIR]
-#   (env: THREADS, BATCH, LRS (comma-separated), TARGET, REPS, STRATEGIES, LOSS_SAMPLE, EPOCHS, EXTRA)
+#   (env: THREADS, BATCH, LRS (comma-separated), TARGET, REPS, STRATEGIES, LOSS_SAMPLE, CHECK_EVERY
+#    (updates between loss checks), EPOCHS (the most each run takes), EXTRA (more ptrain sweep options))
 set -euo pipefail
 build=${1:-build}
 threads=${THREADS:-2}
 batch=${BATCH:-16}
 lrs=${LRS:-0.02,0.05,0.1}
-target=${TARGET:-0.45}
+target=${TARGET:-0.36}
+check_every=${CHECK_EVERY:-200}
 reps=${REPS:-3}
 strategies=${STRATEGIES:-seq,mutex,rwlock,hogwild,leashed}
 loss_sample=${LOSS_SAMPLE:-10000}
@@ -22,7 +24,8 @@ csv="$build/bench-shm-speedup.csv"
 
 # shellcheck disable=SC2086
 "$build/ptrain" sweep --strategies "$strategies" --threads "$threads" --batch "$batch" --lr "$lrs" \
-  --repetitions "$reps" --target-loss "$target" --loss-sample "$loss_sample" --epochs "$epochs" --pin \
+  --repetitions "$reps" --target-loss "$target" --loss-sample "$loss_sample" --check-every "$check_every" \
+  --epochs "$epochs" --pin \
   --csv "$csv" ${EXTRA:-} >/dev/null
 
 python3 - "$csv" "$target" "$reps" "$lrs" <<'PY'

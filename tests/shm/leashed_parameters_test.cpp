@@ -48,54 +48,50 @@ TEST(LeashedParameters, PublishesOneChainOfVersions) {
   RecordProperty("failed_swaps", static_cast<int>(failed));
 }
 
+// `threads` threads each read, then apply a -1 gradient, `steps` times; the counters summed.
+ThreadCounters contend(LeashedParameters& shared, size_t size, int threads, int steps) {
+  std::vector<ThreadCounters> counters(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::vector<float> local(size), grad(size, -1.0f);
+      Backoff b({}, t);
+      for (int s = 0; s < steps; ++s) shared.apply(grad, 1.0f, shared.read(local, b, counters[t]), b, counters[t], {});
+    });
+  for (auto& th : pool) th.join();
+  ThreadCounters sum;
+  for (const auto& c : counters) sum.applied += c.applied, sum.dropped += c.dropped, sum.failed_swaps += c.failed_swaps;
+  return sum;
+}
+
 TEST(LeashedParameters, PersistenceBoundDropsAndCountsUnderContention) {
   const int threads = 4, steps = 300;
+  const size_t size = 1 << 14;
   // Rounds until the threads collided at least once (the first almost always does).
   for (int round = 0; round < 20; ++round) {
-    std::vector<float> initial(1 << 14, 0.0f);
-    LeashedParameters shared(initial, threads, 0);  // one attempt per gradient
-    std::vector<ThreadCounters> counters(threads);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        std::vector<float> local(initial.size()), grad(initial.size(), -1.0f);
-        Backoff b({}, t);
-        for (int s = 0; s < steps; ++s) shared.apply(grad, 1.0f, shared.read(local, b, counters[t]), b, counters[t], {});
-      });
-    for (auto& th : pool) th.join();
-    uint64_t applied = 0, dropped = 0, failed = 0;
-    for (const auto& c : counters) applied += c.applied, dropped += c.dropped, failed += c.failed_swaps;
+    LeashedParameters shared(std::vector<float>(size, 0.0f), threads, 0);  // one attempt per gradient
+    const ThreadCounters c = contend(shared, size, threads, steps);
     // With persistence 0 every failed swap drops its gradient; each gradient is applied or dropped.
-    EXPECT_EQ(dropped, failed);
-    EXPECT_EQ(applied + dropped, uint64_t{threads * steps});
-    EXPECT_EQ(shared.updates(), applied);
-    std::vector<float> final_params(initial.size());
+    EXPECT_EQ(c.dropped, c.failed_swaps);
+    EXPECT_EQ(c.applied + c.dropped, uint64_t{threads * steps});
+    EXPECT_EQ(shared.updates(), c.applied);
+    std::vector<float> final_params(size);
     shared.snapshot(final_params);
-    for (float p : final_params) ASSERT_EQ(p, static_cast<float>(applied));
+    for (float p : final_params) ASSERT_EQ(p, static_cast<float>(c.applied));
     EXPECT_EQ(shared.pool().free_count(), shared.pool().capacity() - 1);
-    if (dropped > 0) return;
+    if (c.dropped > 0) return;
   }
   FAIL() << "4 threads never collided in 20 rounds of 300 updates";
 }
 
 TEST(LeashedParameters, UnboundedPersistenceRetriesUntilApplied) {
   const int threads = 4, steps = 300;
-  std::vector<float> initial(1 << 14, 0.0f);
-  LeashedParameters shared(initial, threads, -1);
-  std::vector<ThreadCounters> counters(threads);
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      std::vector<float> local(initial.size()), grad(initial.size(), -1.0f);
-      Backoff b({}, t);
-      for (int s = 0; s < steps; ++s) shared.apply(grad, 1.0f, shared.read(local, b, counters[t]), b, counters[t], {});
-    });
-  for (auto& th : pool) th.join();
-  uint64_t applied = 0, dropped = 0;
-  for (const auto& c : counters) applied += c.applied, dropped += c.dropped;
-  EXPECT_EQ(dropped, 0u);
-  EXPECT_EQ(applied, uint64_t{threads * steps});
-  EXPECT_EQ(shared.updates(), applied);
+  const size_t size = 1 << 14;
+  LeashedParameters shared(std::vector<float>(size, 0.0f), threads, -1);
+  const ThreadCounters c = contend(shared, size, threads, steps);
+  EXPECT_EQ(c.dropped, 0u);
+  EXPECT_EQ(c.applied, uint64_t{threads * steps});
+  EXPECT_EQ(shared.updates(), c.applied);
 }
 
 }  // namespace
