@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tools/netcluster end to end: up 3 shaped hosts, status, MPI across them (one
+# rank in each namespace, an all-reduce checked for its sum), down, and a
+# failed up that leaves nothing behind. Skipped (CTest exit 77, with the
+# reason) where there is no root or no network namespaces.
+#   tests/tools/netcluster_test.sh PTRAIN_EXECUTABLE
+set -euo pipefail
+ptrain=${1:?usage: netcluster_test.sh PTRAIN_EXECUTABLE}
+netcluster=$(cd "$(dirname "$0")/../.." && pwd)/tools/netcluster
+name=ct$(( $$ % 10000 ))
+
+skip() { echo "SKIPPED: $*"; exit 77; }
+fail() { echo "FAILED: $*" >&2; exit 1; }
+leftovers() { { ip netns list | grep -E "^$name-h" || true; ip -br link | grep -E "^$name-" || true; } | wc -l; }
+
+[ "$(id -u)" -eq 0 ] || skip "tools/netcluster needs root"
+command -v ip >/dev/null && command -v tc >/dev/null || skip "iproute2 (ip, tc) is not installed"
+ip netns add "$name-probe" 2>/dev/null || skip "network namespaces are not available here"
+ip netns del "$name-probe"
+trap '"$netcluster" down --name "$name" >/dev/null 2>&1 || true' EXIT
+
+"$netcluster" up 3 --name "$name" --rate 1gbit
+status=$("$netcluster" status --name "$name")
+echo "$status"
+[ "$(grep -c "^  $name-h" <<<"$status")" -eq 3 ] || fail "status does not list 3 hosts"
+[ "$(grep -c "rate 1Gbit" <<<"$status")" -eq 3 ] || fail "status does not show 3 links at 1 Gbit/s"
+
+# Each rank runs in its own namespace: three different cluster addresses.
+addresses=$("$netcluster" run 3 --name "$name" -- sh -c 'ip -4 -o addr show dev eth0' | awk '{print $4}' | sort -u)
+[ "$(wc -l <<<"$addresses")" -eq 3 ] || fail "expected 3 ranks on 3 hosts, saw: $addresses"
+
+out=$("$netcluster" run 3 --name "$name" -- "$ptrain" bench allreduce --algo ring --sizes 1MiB)
+echo "$out"
+grep -qE "ring +1MiB .* ok$" <<<"$out" || fail "the all-reduce across the cluster did not check out"
+
+"$netcluster" down --name "$name"
+[ "$(leftovers)" -eq 0 ] || fail "down left namespaces or links behind"
+
+if "$netcluster" up 2 --name "$name" --rate 0bit 2>/dev/null; then fail "up with rate 0 succeeded"; fi
+[ "$(leftovers)" -eq 0 ] || fail "a failed up left namespaces or links behind"
+echo "PASSED"
