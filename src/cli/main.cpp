@@ -7,6 +7,7 @@
 #include "cli/bench_allreduce_command.hpp"
 #include "cli/bench_compress_command.hpp"
 #include "cli/shm_command.hpp"
+#include "cli/simulate_command.hpp"
 #include "cli/sweep_command.hpp"
 #include "cli/train_command.hpp"
 #include "comm/mpi_communicator.hpp"
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
   auto* shm = ptrain::add_shm_command(app, shm_options);
   ptrain::SweepOptions sweep_options;
   auto* sweep = ptrain::add_sweep_command(app, sweep_options);
+  ptrain::SimulateOptions simulate_options;
+  auto* simulate = ptrain::add_simulate_command(app, simulate_options);
   auto* bench = app.add_subcommand("bench", "Benchmarks of ptrain's parts");
   bench->require_subcommand(1);
   ptrain::BenchAllreduceOptions bench_allreduce_options;
@@ -44,6 +47,7 @@ int main(int argc, char** argv) {
     if (train->parsed()) return ptrain::run_train_command(train_options);
     if (shm->parsed()) return ptrain::run_shm_command(shm_options);
     if (sweep->parsed()) return ptrain::run_sweep_command(sweep_options);
+    if (simulate->parsed()) return ptrain::run_simulate_command(simulate_options);
     if (bench_allreduce->parsed()) return ptrain::run_bench_allreduce_command(bench_allreduce_options);
     if (bench_compress->parsed()) return ptrain::run_bench_compress_command(bench_compress_options);
   } catch (const ptrain::Error& e) {

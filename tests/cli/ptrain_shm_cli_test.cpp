@@ -53,12 +53,7 @@ TEST(PtrainShmCli, ImpossibleOptionsAreOneLineErrors) {
       {"sweep --csv s.csv --lr 0.1,-1", "--lr must be > 0"},
       {"sweep --csv s.csv --repetitions 0", "--repetitions must be at least 1"},
   };
-  for (const auto& [args, expected] : cases) {
-    const Outcome o = run_ptrain(args);
-    EXPECT_NE(o.exit_code, 0) << args;
-    EXPECT_NE(o.err.find(expected), std::string::npos) << args << " gave: " << o.err;
-    EXPECT_EQ(lines(o.err), 1u) << args << " gave: " << o.err;
-  }
+  test::expect_one_line_errors(cases);
 }
 
 TEST(PtrainShmCli, LeashedRunReachesTheTargetAndReports) {

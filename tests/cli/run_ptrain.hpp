@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -34,5 +36,16 @@ inline Outcome run_ptrain_with_env(const std::string& env, const std::string& ar
 inline Outcome run_ptrain(const std::string& args) { return run_ptrain_with_env("", args); }
 
 inline size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+// Each command line (args, a part of the expected message) fails with a non-zero
+// exit and a one-line error that contains the expected text.
+inline void expect_one_line_errors(const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [args, expected] : cases) {
+    const Outcome o = run_ptrain(args);
+    EXPECT_NE(o.exit_code, 0) << args;
+    EXPECT_NE(o.err.find(expected), std::string::npos) << args << " gave: " << o.err;
+    EXPECT_EQ(lines(o.err), 1u) << args << " gave: " << o.err;
+  }
+}
 
 }  // namespace ptrain::test

@@ -1,0 +1,129 @@
+#include "cli/simulate_command.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "core/error.hpp"
+#include "perfmodel/calibration.hpp"
+#include "train/run_report.hpp"
+
+namespace ptrain {
+
+namespace {
+
+double codec_bytes_per_value(const std::string& codec) {
+  if (codec == "none") return 4;
+  if (codec == "fp16") return 2;
+  if (codec == "int8") return 1 + 4.0 / 256;  // a float scale per 256 values
+  throw Error("--codec: unknown codec '" + codec + "' (choose none, fp16 or int8; sparse codecs are --exchange allgather)");
+}
+
+}  // namespace
+
+CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
+  auto* cmd = app.add_subcommand(
+      "simulate", "Predict step time, samples/s and scaling efficiency from 1 to 1,024 workers (alpha-beta model)");
+  cmd->option_defaults()->always_capture_default();
+  auto& m = o.model;
+  m.parameters = 25e6;
+  cmd->add_option("--parameters", m.parameters, "Model size in parameters (floats)");
+  cmd->add_option("--compute-per-sample", o.compute_per_sample_ms, "Forward + backward of one sample, milliseconds");
+  cmd->add_option("--backward-fraction", m.backward_fraction, "Share of the compute that is backward");
+  cmd->add_option("--batch", m.batch, "Batch per worker");
+  cmd->add_option("--workers", o.workers, "Comma-separated worker counts")->delimiter(',');
+  cmd->add_option("--bandwidth", o.bandwidths_gbit, "Comma-separated link bandwidths, Gbit/s per direction")
+      ->delimiter(',');
+  cmd->add_option("--latency", o.latency_us, "Per-message latency, microseconds");
+  cmd->add_option("--exchange", o.exchanges, "Comma-separated: ring, hd, allgather (sparse, --density), ps")
+      ->delimiter(',');
+  cmd->add_option("--codec", o.codec, "Dense exchanges: none, fp16 or int8");
+  cmd->add_option("--density", m.density, "allgather: fraction of the gradient sent (DGC: 0.001)");
+  cmd->add_option("--servers", m.servers, "ps: shards, each on its own link");
+  cmd->add_option("--backup", m.backup, "Backup workers: a step waits for N - b of them");
+  cmd->add_option("--straggler-mean", m.straggler_mean,
+                  "Each worker's compute is base x (1 + E), E exponential with this mean (0: none)");
+  cmd->add_flag("--overlap,!--no-overlap", m.overlap, "Communication overlaps backward");
+  cmd->add_option("--calibrate", o.calibrate_report,
+                  "Take parameters, batch and compute per sample from this run report (ptrain train --report)");
+  cmd->add_option("--calibrate-bandwidth", o.calibrate_bandwidth_gbit,
+                  "The link bandwidth the calibration run had, Gbit/s");
+  cmd->add_option("--csv", o.csv_path, "Also write every prediction to this CSV file");
+  m.density = 0.001;
+  return cmd;
+}
+
+int run_simulate_command(SimulateOptions& o) {
+  StepModelConfig base = o.model;
+  base.latency_s = o.latency_us * 1e-6;
+  base.bytes_per_value = codec_bytes_per_value(o.codec);
+  base.compute_per_sample_s = o.compute_per_sample_ms * 1e-3;
+  std::vector<ExchangeKind> exchanges;
+  for (const auto& e : o.exchanges) exchanges.push_back(parse_exchange_kind(e));
+  for (size_t n : o.workers)
+    if (n < 1) throw Error("--workers must be at least 1 (got 0)");
+  for (double b : o.bandwidths_gbit)
+    if (!(b > 0)) throw Error(fmt::format("--bandwidth must be > 0 Gbit/s (got {})", b));
+  if (!o.csv_path.empty()) check_writable(o.csv_path, "--csv");
+  if (!o.calibrate_report.empty()) {
+    StepModelConfig run = base;
+    run.exchange = exchanges.front();
+    run.bandwidth_bits_s = o.calibrate_bandwidth_gbit * 1e9;
+    const Calibration c = calibrate_from_report(o.calibrate_report, run);
+    base.parameters = c.parameters;
+    base.batch = c.batch;
+    base.compute_per_sample_s = c.compute_per_sample_s;
+    fmt::print("calibrated from {} ({} workers, {} exchange at {} Gbit/s, {:.3f} ms a step): {:.4f} ms of compute per sample\n",
+               o.calibrate_report, c.workers, to_string(run.exchange), o.calibrate_bandwidth_gbit, c.step_s * 1000,
+               c.compute_per_sample_s * 1000);
+  }
+  validate_step_model(base);
+  fmt::print("{:.3g} M parameters, batch {} per worker, {:.4f} ms compute per sample, latency {} us, codec {}, {}\n",
+             base.parameters / 1e6, base.batch, base.compute_per_sample_s * 1000, o.latency_us, o.codec,
+             base.overlap ? "overlap with backward" : "no overlap");
+  std::string csv = "bandwidth_gbit,exchange,workers,compute_ms,exchange_ms,step_ms,samples_per_s,efficiency\n";
+  for (double gbit : o.bandwidths_gbit) {
+    fmt::print("\nat {} Gbit/s: step ms / samples/s / efficiency\n  {:>7}", gbit, "workers");
+    for (auto e : exchanges) fmt::print("  {:>30}", to_string(e));
+    fmt::print("\n");
+    std::map<ExchangeKind, StepPrediction> best;
+    std::map<ExchangeKind, std::vector<StepPrediction>> rows;
+    for (size_t n : o.workers) {
+      fmt::print("  {:>7}", n);
+      for (auto e : exchanges) {
+        StepModelConfig c = base;
+        c.exchange = e;
+        c.bandwidth_bits_s = gbit * 1e9;
+        const StepPrediction p = predict_step(c, n);
+        rows[e].push_back(p);
+        if (p.samples_per_s > best[e].samples_per_s) best[e] = p;
+        fmt::print("  {:>30}", fmt::format("{:.2f} / {:.0f} / {:.0f}%", p.step_s * 1000, p.samples_per_s, 100 * p.efficiency));
+        csv += fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{:.2f},{:.6f}\n", gbit, to_string(e), n, p.compute_s * 1000,
+                           p.exchange_s * 1000, p.step_s * 1000, p.samples_per_s, p.efficiency);
+      }
+      fmt::print("\n");
+    }
+    for (auto e : exchanges)
+      fmt::print("  {:<10} most samples/s at {} workers ({:.0f} samples/s)\n", to_string(e), best[e].workers,
+                 best[e].samples_per_s);
+    if (rows.count(ExchangeKind::SparseAllgather) && rows.count(ExchangeKind::RingAllreduce)) {
+      const auto& sparse = rows[ExchangeKind::SparseAllgather];
+      const auto& ring = rows[ExchangeKind::RingAllreduce];
+      std::string where = "never, up to " + std::to_string(o.workers.back()) + " workers";
+      for (size_t i = 0; i < sparse.size(); ++i)
+        if (sparse[i].workers > 1 && sparse[i].exchange_s > ring[i].exchange_s) {
+          where = fmt::format("from {} workers on", sparse[i].workers);
+          break;
+        }
+      fmt::print("  sparse all-gather (density {}) exchanges slower than dense ring all-reduce: {}\n", base.density,
+                 where);
+    }
+  }
+  if (!o.csv_path.empty()) {
+    write_text_file(o.csv_path, csv, "--csv");
+    fmt::print("\ncsv {}\n", o.csv_path);
+  }
+  return 0;
+}
+
+}  // namespace ptrain

@@ -1,0 +1,28 @@
+#pragma once
+// `ptrain simulate`: the step-time model (perfmodel/) tabulated over worker
+// counts, link bandwidths and exchanges, optionally calibrated from a run report.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "perfmodel/step_time_model.hpp"
+
+namespace ptrain {
+
+struct SimulateOptions {
+  StepModelConfig model;
+  double compute_per_sample_ms = 1;
+  double latency_us = 50;
+  std::vector<double> bandwidths_gbit = {1, 10, 100};
+  std::vector<size_t> workers = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+  std::vector<std::string> exchanges = {"ring", "hd", "allgather", "ps"};
+  std::string codec = "none";      // dense exchanges: none (fp32), fp16 or int8
+  std::string calibrate_report;    // a `ptrain train --report` file
+  double calibrate_bandwidth_gbit = 1;
+  std::string csv_path;
+};
+
+CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& options);
+int run_simulate_command(SimulateOptions& options);
+
+}  // namespace ptrain

@@ -1,0 +1,45 @@
+#include "perfmodel/calibration.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+Calibration calibrate_from_report(const std::string& path, const StepModelConfig& model) {
+  std::ifstream in(path);
+  if (!in) throw Error("--calibrate " + path + ": cannot open");
+  nlohmann::json report;
+  try {
+    report = nlohmann::json::parse(in);
+  } catch (const std::exception&) {
+    throw Error("--calibrate " + path + ": not JSON");
+  }
+  Calibration c;
+  try {
+    const auto& config = report.at("config");
+    c.parameters = config.at("parameters").get<double>();
+    c.batch = config.at("batch_per_worker").get<size_t>();
+    c.workers = config.at("workers").get<size_t>();
+    c.step_s = report.at("summary").at("mean_step_ms").get<double>() / 1000;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("--calibrate " + path + ": not a ptrain run report (" + std::string(e.what()) + ")");
+  }
+  if (c.batch < 1 || c.workers < 1 || !(c.parameters > 0) || !(c.step_s > 0))
+    throw Error("--calibrate " + path + ": the report has no steps, workers or parameters");
+  StepModelConfig m = model;
+  m.parameters = c.parameters;
+  m.batch = c.batch;
+  const double exchange = exchange_seconds(m, c.workers);
+  if (!(c.step_s > exchange))
+    throw Error(fmt::format("--calibrate {}: its step ({:.3f} ms) is not longer than the modelled exchange ({:.3f} ms) "
+                            "at {} Gbit/s; is the bandwidth right?",
+                            path, c.step_s * 1000, exchange * 1000, m.bandwidth_bits_s / 1e9));
+  c.compute_per_sample_s = (c.step_s - exchange) / static_cast<double>(c.batch);
+  return c;
+}
+
+}  // namespace ptrain

@@ -1,0 +1,104 @@
+#include "perfmodel/step_time_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+ExchangeKind parse_exchange_kind(const std::string& name) {
+  if (name == "ring") return ExchangeKind::RingAllreduce;
+  if (name == "hd") return ExchangeKind::HalvingDoubling;
+  if (name == "allgather") return ExchangeKind::SparseAllgather;
+  if (name == "ps") return ExchangeKind::ParameterServer;
+  throw Error("--exchange: unknown exchange '" + name + "' (choose ring, hd, allgather or ps)");
+}
+
+std::string to_string(ExchangeKind kind) {
+  switch (kind) {
+    case ExchangeKind::RingAllreduce: return "ring";
+    case ExchangeKind::HalvingDoubling: return "hd";
+    case ExchangeKind::SparseAllgather: return "allgather";
+    case ExchangeKind::ParameterServer: return "ps";
+  }
+  return "?";
+}
+
+void validate_step_model(const StepModelConfig& c) {
+  auto positive = [](double v, const char* flag) {
+    if (!(v > 0) || !std::isfinite(v)) throw Error(fmt::format("{} must be > 0 (got {})", flag, v));
+  };
+  positive(c.parameters, "--parameters");
+  positive(c.compute_per_sample_s, "--compute-per-sample");
+  positive(c.bandwidth_bits_s, "--bandwidth");
+  positive(c.bytes_per_value, "--bytes-per-value");
+  positive(c.sparse_bytes_per_value, "--sparse-bytes-per-value");
+  if (!(c.latency_s >= 0) || !std::isfinite(c.latency_s))
+    throw Error(fmt::format("--latency must be >= 0 (got {})", c.latency_s));
+  if (!(c.backward_fraction >= 0 && c.backward_fraction <= 1))
+    throw Error(fmt::format("--backward-fraction must be in [0, 1] (got {})", c.backward_fraction));
+  if (!(c.density > 0 && c.density <= 1)) throw Error(fmt::format("--density must be in (0, 1] (got {})", c.density));
+  if (c.batch < 1) throw Error("--batch must be at least 1");
+  if (c.servers < 1) throw Error("--servers must be at least 1");
+  if (!(c.straggler_mean >= 0) || !std::isfinite(c.straggler_mean))
+    throw Error(fmt::format("--straggler-mean must be >= 0 (got {})", c.straggler_mean));
+}
+
+double exchange_seconds(const StepModelConfig& c, size_t workers) {
+  const double n = static_cast<double>(workers);
+  const double beta = c.bandwidth_bits_s / 8;  // bytes/s per link and direction
+  const double dense = c.parameters * c.bytes_per_value;
+  switch (c.exchange) {
+    case ExchangeKind::RingAllreduce:
+      if (workers < 2) return 0;
+      return 2 * (n - 1) * (c.latency_s + dense / n / beta);
+    case ExchangeKind::HalvingDoubling:
+      if (workers < 2) return 0;
+      return 2 * std::ceil(std::log2(n)) * c.latency_s + 2 * (n - 1) / n * dense / beta;
+    case ExchangeKind::SparseAllgather: {
+      if (workers < 2) return 0;
+      const double message = c.parameters * c.density * c.sparse_bytes_per_value;
+      return (n - 1) * (c.latency_s + message / beta);
+    }
+    case ExchangeKind::ParameterServer: {
+      // Push (at the codec's bytes per value) then pull the fp32 parameters. A worker's link
+      // carries its own push and pull; each shard's link carries 1/S of every worker's.
+      const double push = dense;
+      const double pull = c.parameters * 4;
+      const double per_worker = (push + pull) / beta;
+      const double per_shard = n * (push + pull) / static_cast<double>(c.servers) / beta;
+      return 2 * c.latency_s + std::max(per_worker, per_shard);
+    }
+  }
+  return 0;
+}
+
+double expected_compute_seconds(const StepModelConfig& c, size_t workers) {
+  const double base = c.compute_per_sample_s * static_cast<double>(c.batch);
+  const size_t waited = workers > c.backup ? workers - c.backup : 1;
+  // The k-th smallest of N exponentials with mean m: m (1/N + 1/(N-1) + ... + 1/(N-k+1)).
+  double order = 0;
+  for (size_t i = 0; i < waited; ++i) order += 1.0 / static_cast<double>(workers - i);
+  return base * (1 + c.straggler_mean * order);
+}
+
+StepPrediction predict_step(const StepModelConfig& c, size_t workers) {
+  validate_step_model(c);
+  if (workers < 1) throw Error("workers must be at least 1");
+  StepPrediction p;
+  p.workers = workers;
+  p.compute_s = expected_compute_seconds(c, workers);
+  p.exchange_s = exchange_seconds(c, workers);
+  const double backward = p.compute_s * c.backward_fraction;
+  p.step_s = c.overlap ? (p.compute_s - backward) + std::max(backward, p.exchange_s) : p.compute_s + p.exchange_s;
+  // Samples computed, as ptrain's reports count them (ps-backup's dropped gradients included).
+  p.samples_per_s = static_cast<double>(workers * c.batch) / p.step_s;
+  const double alone = static_cast<double>(c.batch) / (c.compute_per_sample_s * static_cast<double>(c.batch));
+  p.efficiency = p.samples_per_s / (static_cast<double>(workers) * alone);
+  return p;
+}
+
+}  // namespace ptrain

@@ -1,0 +1,62 @@
+#pragma once
+// A performance model of one synchronous-ish training step: compute, then the
+// gradient exchange over links of a given bandwidth and latency (the
+// alpha-beta model), with or without overlap of communication and backward.
+// It predicts step time, samples/s and scaling efficiency for any worker
+// count, so measured runs on a few hosts can be projected to a thousand.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace ptrain {
+
+enum class ExchangeKind {
+  RingAllreduce,     // dense: 2(N-1) steps of M/N bytes
+  HalvingDoubling,   // dense: 2 log2(N) steps, the same 2(N-1)/N M bytes
+  SparseAllgather,   // top-k / DGC: every worker's k values and indices to every other, (N-1) steps
+  ParameterServer,   // push to S shards (at bytes_per_value), pull the fp32 parameters back
+};
+
+struct StepModelConfig {
+  double parameters = 0;           // model size, in floats
+  double compute_per_sample_s = 0; // forward + backward of one sample on one worker
+  double backward_fraction = 2.0 / 3.0;  // the share of compute that is backward (overlappable)
+  size_t batch = 32;               // per worker
+  double bandwidth_bits_s = 1e9;   // per link and direction
+  double latency_s = 50e-6;        // per message
+  ExchangeKind exchange = ExchangeKind::RingAllreduce;
+  double bytes_per_value = 4;      // dense codecs: 4 (fp32), 2 (fp16), about 1 (int8)
+  double density = 1;              // sparse all-gather: fraction of the values sent (DGC 0.001)
+  double sparse_bytes_per_value = 8;  // value + index
+  size_t servers = 1;              // parameter server shards, each on its own link
+  size_t backup = 0;               // ps-backup: the step waits for N - b workers
+  // Each worker's compute takes base x (1 + E), E exponential with this mean (0: no stragglers).
+  double straggler_mean = 0;
+  bool overlap = false;            // communication runs during backward
+};
+
+struct StepPrediction {
+  size_t workers = 0;
+  double compute_s = 0;     // the step's compute, waiting for the slowest worker it needs
+  double exchange_s = 0;    // the gradient exchange alone
+  double step_s = 0;
+  double samples_per_s = 0;
+  double efficiency = 0;    // samples/s over N x one worker's samples/s without communication
+};
+
+// Throws ptrain::Error naming the option (as its flag) when an input is impossible.
+void validate_step_model(const StepModelConfig& config);
+
+// The exchange's time on N workers (0 for one worker, except with parameter servers).
+double exchange_seconds(const StepModelConfig& config, size_t workers);
+
+// The expected compute time of a step that waits for the k fastest of N workers
+// (k = N - backup): base x (1 + mean x (1/N + 1/(N-1) + ... + 1/(N-k+1))).
+double expected_compute_seconds(const StepModelConfig& config, size_t workers);
+
+StepPrediction predict_step(const StepModelConfig& config, size_t workers);
+
+ExchangeKind parse_exchange_kind(const std::string& name);
+std::string to_string(ExchangeKind kind);
+
+}  // namespace ptrain

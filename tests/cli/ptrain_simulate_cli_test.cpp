@@ -1,0 +1,55 @@
+// `ptrain simulate` as a user meets it: a table, its CSV, a calibration from a
+// run report, and one-line errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "run_ptrain.hpp"
+
+namespace ptrain {
+namespace {
+
+using test::Outcome;
+using test::run_ptrain;
+
+TEST(PtrainSimulateCli, TabulatesWorkersAndExchangesIntoCsv) {
+  test::ScratchDir dir;
+  const Outcome o = run_ptrain("simulate --parameters 1e6 --compute-per-sample 1 --batch 32 --workers 1,4,1024 "
+                               "--bandwidth 1,10 --exchange ring,allgather --latency 0 --csv " + dir.file("s.csv"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("at 1 Gbit/s"), std::string::npos) << o.out;
+  // 2 M / m = 1,000 workers: the sparse all-gather is the slower exchange at 1,024.
+  EXPECT_NE(o.out.find("slower than dense ring all-reduce: from 1024 workers on"), std::string::npos) << o.out;
+  std::ifstream csv(dir.file("s.csv"));
+  std::string line;
+  size_t rows = 0;
+  while (std::getline(csv, line)) ++rows;
+  EXPECT_EQ(rows, 1u + 2 * 3 * 2);  // header, 2 bandwidths x 3 worker counts x 2 exchanges
+}
+
+TEST(PtrainSimulateCli, CalibratesFromARunReport) {
+  test::ScratchDir dir;
+  std::ofstream(dir.file("run.json")) << R"({"config": {"parameters": 1000000, "batch_per_worker": 32, "workers": 4},
+                                             "summary": {"mean_step_ms": 80.3}})";
+  const Outcome o = run_ptrain("simulate --calibrate " + dir.file("run.json") + " --calibrate-bandwidth 1 --workers 4 "
+                               "--bandwidth 1 --exchange ring");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("1.0000 ms of compute per sample"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("80.30 / "), std::string::npos) << o.out;  // the calibrated model gives the measured step back
+}
+
+TEST(PtrainSimulateCli, ImpossibleOptionsAreOneLineErrors) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"simulate --parameters 0", "--parameters must be > 0"},
+      {"simulate --exchange tree", "--exchange: unknown exchange 'tree'"},
+      {"simulate --codec zip", "--codec: unknown codec 'zip'"},
+      {"simulate --bandwidth 0", "--bandwidth must be > 0"},
+      {"simulate --workers 0,4", "--workers must be at least 1"},
+      {"simulate --density 0", "--density must be in (0, 1]"},
+      {"simulate --calibrate /no/such/run.json", "--calibrate /no/such/run.json: cannot open"},
+  };
+  test::expect_one_line_errors(cases);
+}
+
+}  // namespace
+}  // namespace ptrain

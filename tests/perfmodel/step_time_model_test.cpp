@@ -1,0 +1,133 @@
+// The step-time model against cases worked out by hand (alpha-beta: 50 us a
+// message, 1 Gbit/s = 1.25e8 bytes/s a link; 1e6 parameters = 4e6 bytes).
+#include "perfmodel/step_time_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "perfmodel/calibration.hpp"
+#include "test_support.hpp"
+
+namespace ptrain {
+namespace {
+
+StepModelConfig hand_case(ExchangeKind exchange) {
+  StepModelConfig c;
+  c.parameters = 1e6;
+  c.compute_per_sample_s = 1e-3;
+  c.batch = 32;
+  c.bandwidth_bits_s = 1e9;
+  c.latency_s = 50e-6;
+  c.exchange = exchange;
+  return c;
+}
+
+TEST(StepTimeModel, RingAllreduce) {
+  const auto c = hand_case(ExchangeKind::RingAllreduce);
+  EXPECT_DOUBLE_EQ(exchange_seconds(c, 1), 0);
+  // 2 (N - 1) (alpha + M / (N beta)) = 6 (5e-5 + 4e6 / 4 / 1.25e8) = 0.0483
+  EXPECT_NEAR(exchange_seconds(c, 4), 0.0483, 1e-12);
+}
+
+TEST(StepTimeModel, HalvingDoublingRoundsLog2Up) {
+  const auto c = hand_case(ExchangeKind::HalvingDoubling);
+  // 2 log2(4) alpha + 2 (3/4) M / beta = 2e-4 + 0.048
+  EXPECT_NEAR(exchange_seconds(c, 4), 0.0482, 1e-12);
+  // 5 workers: 3 rounds each way; 2 (4/5) M / beta = 0.0512
+  EXPECT_NEAR(exchange_seconds(c, 5), 6 * 50e-6 + 0.0512, 1e-12);
+}
+
+TEST(StepTimeModel, SparseAllgatherGrowsWithWorkersAndOvertakesTheRing) {
+  auto c = hand_case(ExchangeKind::SparseAllgather);
+  c.density = 0.001;  // 1,000 values of 8 bytes: 8,000 bytes a worker
+  // (N - 1) (alpha + m / beta) = 3 (5e-5 + 6.4e-5)
+  EXPECT_NEAR(exchange_seconds(c, 4), 3 * (50e-6 + 6.4e-5), 1e-12);
+  // Without latency the sparse message (8,000 bytes) costs more than the
+  // ring's 2 M / N once N > 2 M / m = 1,000.
+  c.latency_s = 0;
+  auto ring = hand_case(ExchangeKind::RingAllreduce);
+  ring.latency_s = 0;
+  EXPECT_LT(exchange_seconds(c, 1000), exchange_seconds(ring, 1000) + 1e-9);
+  EXPECT_GT(exchange_seconds(c, 1001), exchange_seconds(ring, 1001));
+}
+
+TEST(StepTimeModel, ParameterServerIsBoundByTheBusierLink) {
+  auto c = hand_case(ExchangeKind::ParameterServer);
+  c.servers = 2;
+  // push 4e6 + pull 4e6 bytes: a worker's link 0.064 s; a shard's 4 x 8e6 / 2 / 1.25e8 = 0.128 s.
+  EXPECT_NEAR(exchange_seconds(c, 4), 2 * 50e-6 + 0.128, 1e-12);
+  c.servers = 8;  // now the worker's own link is the bottleneck
+  EXPECT_NEAR(exchange_seconds(c, 4), 2 * 50e-6 + 0.064, 1e-12);
+  c.bytes_per_value = 2;  // fp16 pushes: 2e6 + 4e6 bytes
+  EXPECT_NEAR(exchange_seconds(c, 4), 2 * 50e-6 + 0.048, 1e-12);
+}
+
+TEST(StepTimeModel, StragglersAndBackupWorkersByOrderStatistics) {
+  auto c = hand_case(ExchangeKind::RingAllreduce);
+  EXPECT_DOUBLE_EQ(expected_compute_seconds(c, 4), 0.032);
+  c.straggler_mean = 0.5;
+  // Waiting for all 4: E[max] = 0.5 (1/4 + 1/3 + 1/2 + 1).
+  EXPECT_NEAR(expected_compute_seconds(c, 4), 0.032 * (1 + 0.5 * (0.25 + 1.0 / 3 + 0.5 + 1)), 1e-12);
+  c.backup = 1;  // the 3 fastest
+  EXPECT_NEAR(expected_compute_seconds(c, 4), 0.032 * (1 + 0.5 * (0.25 + 1.0 / 3 + 0.5)), 1e-12);
+}
+
+TEST(StepTimeModel, OverlapHidesTheExchangeBehindBackward) {
+  auto c = hand_case(ExchangeKind::RingAllreduce);
+  StepPrediction p = predict_step(c, 4);
+  EXPECT_NEAR(p.step_s, 0.032 + 0.0483, 1e-12);
+  EXPECT_NEAR(p.samples_per_s, 4 * 32 / p.step_s, 1e-9);
+  EXPECT_NEAR(p.efficiency, 0.032 / p.step_s, 1e-12);
+  c.overlap = true;  // forward 1/3 of 0.032, then the longer of backward (2/3) and the exchange
+  EXPECT_NEAR(predict_step(c, 4).step_s, 0.032 / 3 + 0.0483, 1e-12);
+  c.bandwidth_bits_s = 100e9;  // the exchange is now shorter than backward: it is hidden
+  EXPECT_NEAR(predict_step(c, 4).step_s, 0.032, 1e-12);
+  const StepPrediction one = predict_step(c, 1);
+  EXPECT_DOUBLE_EQ(one.efficiency, 1);
+  EXPECT_DOUBLE_EQ(one.samples_per_s, 1000);
+}
+
+TEST(StepTimeModel, RejectsImpossibleInputs) {
+  auto c = hand_case(ExchangeKind::RingAllreduce);
+  c.parameters = 0;
+  EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--parameters must be > 0 (got 0)");
+  c = hand_case(ExchangeKind::SparseAllgather);
+  c.density = 2;
+  EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--density must be in (0, 1] (got 2)");
+  EXPECT_EQ(test::error_message([] { parse_exchange_kind("tree"); }),
+            "--exchange: unknown exchange 'tree' (choose ring, hd, allgather or ps)");
+}
+
+TEST(Calibration, ComputeIsTheMeasuredStepLessTheModelledExchange) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("run.json");
+  std::ofstream(path) << R"({"config": {"parameters": 1000000, "batch_per_worker": 32, "workers": 4},
+                             "summary": {"mean_step_ms": 80.3}})";
+  const Calibration c = calibrate_from_report(path, hand_case(ExchangeKind::RingAllreduce));
+  EXPECT_EQ(c.workers, 4u);
+  EXPECT_EQ(c.batch, 32u);
+  EXPECT_NEAR(c.compute_per_sample_s, (0.0803 - 0.0483) / 32, 1e-12);
+  // The calibrated model gives the measured step back.
+  auto m = hand_case(ExchangeKind::RingAllreduce);
+  m.compute_per_sample_s = c.compute_per_sample_s;
+  EXPECT_NEAR(predict_step(m, 4).step_s, 0.0803, 1e-12);
+}
+
+TEST(Calibration, NamesTheReportWhenItCannotBeUsed) {
+  test::ScratchDir dir;
+  const std::string bad = dir.file("bad.json"), slow = dir.file("slow.json");
+  std::ofstream(bad) << R"({"config": {"workers": 4}})";
+  std::ofstream(slow) << R"({"config": {"parameters": 1000000, "batch_per_worker": 32, "workers": 4},
+                             "summary": {"mean_step_ms": 10}})";
+  const auto model = hand_case(ExchangeKind::RingAllreduce);
+  EXPECT_NE(test::error_message([&] { calibrate_from_report(bad, model); }).find("--calibrate " + bad + ": not a ptrain run report"),
+            std::string::npos);
+  EXPECT_NE(test::error_message([&] { calibrate_from_report(slow, model); }).find("is not longer than the modelled exchange"),
+            std::string::npos);
+  EXPECT_EQ(test::error_message([&] { calibrate_from_report(dir.file("none.json"), model); }),
+            "--calibrate " + dir.file("none.json") + ": cannot open");
+}
+
+}  // namespace
+}  // namespace ptrain
