@@ -92,13 +92,15 @@ int run_sweep_command(SweepOptions& o) {
   if (o.threads.empty() || o.batches.empty() || o.lrs.empty() || algorithms.empty())
     throw Error("--strategies, --threads, --batch and --lr each need at least one value");
   const std::vector<GridPoint> grid = grid_of(o, algorithms);
-  // Every point is checked before the first run, so a bad value fails at once.
-  for (const auto& p : grid) {
+  auto config_of = [&](const GridPoint& p, int repetition) {
     ShmConfig c = o.common.shm;
     c.algorithm = p.algorithm, c.threads = p.threads, c.batch = p.batch, c.lr = p.lr;
     if (c.algorithm != ShmAlgorithm::Leashed) c.persistence = -1;  // --persistence concerns the leashed points only
-    validate_shm_config(c);
-  }
+    c.seed = o.common.shm.seed + static_cast<uint64_t>(repetition);
+    return c;
+  };
+  // Every point is checked before the first run, so a bad value fails at once.
+  for (const auto& p : grid) validate_shm_config(config_of(p, 0));
   check_writable(o.csv_path, "--csv");
   set_compute_threads(1);
   const ShmSetup setup = load_shm_setup(o.common);
@@ -111,10 +113,7 @@ int run_sweep_command(SweepOptions& o) {
   size_t done = 0;
   for (const auto& p : grid)
     for (int rep = 0; rep < o.repetitions; ++rep) {
-      ShmConfig c = o.common.shm;
-      c.algorithm = p.algorithm, c.threads = p.threads, c.batch = p.batch, c.lr = p.lr;
-      if (c.algorithm != ShmAlgorithm::Leashed) c.persistence = -1;
-      c.seed = o.common.shm.seed + static_cast<uint64_t>(rep);
+      const ShmConfig c = config_of(p, rep);
       const ShmRun run = run_shm(c, setup);
       csv += csv_row(p, rep, c.seed, run);
       const auto& r = run.result;

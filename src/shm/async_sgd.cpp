@@ -124,8 +124,9 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
           if (!std::isfinite(loss) || loss > config.diverge_above) {
             std::lock_guard lock(state.mutex);
             if (state.diverged_why.empty())
-              state.diverged_why = fmt::format("thread {}'s batch loss was {} at about {} updates", t, loss,
-                                               shared->updates());
+              // The thread's own count: the shared one may be changing under another thread's lock.
+              state.diverged_why =
+                  fmt::format("thread {}'s batch loss was {} at its gradient {}", t, loss, tally.gradients);
             state.halt.store(true, std::memory_order_relaxed);
             break;
           }
