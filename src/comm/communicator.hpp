@@ -89,6 +89,15 @@ class Communicator {
   // This default, for wrappers, throws: no backend-neutral way to implement it.
   virtual std::optional<AnyMessage> recv_any(int tag, std::chrono::milliseconds wait);
 
+  // How this rank waits for a message. In a collective every rank moves data
+  // at once, and MPI moves it only while polled, so waits spin (the default).
+  // A parameter server's ranks mostly wait on each other (workers queue at a
+  // shard, a shard waits for pushes), so they nap between polls and leave the
+  // shared cores to the rank that has work. The local backend's waits block
+  // anyway and ignore this.
+  enum class Waiting { Spin, Nap };
+  virtual void set_waiting(Waiting) {}
+
   const CommStats& stats() const { return stats_; }
 
  protected:

@@ -59,6 +59,7 @@ class MpiCommunicator : public Communicator {
   // MPI_Improbe on any source, polled until `wait` passes, then the matched
   // message is received. `tag` must not be negative (MPI_ANY_TAG is).
   std::optional<AnyMessage> recv_any(int tag, std::chrono::milliseconds wait) override;
+  void set_waiting(Waiting waiting) override { waiting_ = waiting; }
 
   // The ranks that pass the same `color` (not negative), in the order of their
   // rank here, as a communicator of their own with this one's timeout: e.g. the
@@ -86,6 +87,7 @@ class MpiCommunicator : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   std::chrono::milliseconds timeout_;
+  Waiting waiting_ = Waiting::Spin;
   std::unique_ptr<Handle> handle_;
   // The first failure's message; empty while usable. Mutable: a split() that
   // times out leaves MPI requests on this communicator, so it fails too.

@@ -50,12 +50,12 @@ void ShardServer::serve() {
       reply(message->from, bytes);
       return;
     }
-    handle(message->from, message->bytes);
+    handle(message->from, std::move(message->bytes));
     answer_held();
   }
 }
 
-void ShardServer::handle(int from, std::span<const std::byte> message) {
+void ShardServer::handle(int from, std::vector<std::byte>&& message) {
   const auto request = ps_header<PsRequest>(message, "parameter server request");
   const auto payload = ps_payload(message, sizeof(PsRequest));
   switch (request.kind) {
@@ -64,6 +64,7 @@ void ShardServer::handle(int from, std::span<const std::byte> message) {
         throw Error(fmt::format("{}: server shard {} holds {} parameters but worker {} sent {} bytes of them",
                                 config_.strategy, config_.shard, params_.size(), from, payload.size()));
       std::memcpy(params_.data(), payload.data(), payload.size());
+      params_message_stale_ = true;
       initialized_ = true;
       return;
     case PsRequestKind::Begin:
@@ -86,7 +87,7 @@ void ShardServer::handle(int from, std::span<const std::byte> message) {
       return;
     }
     case PsRequestKind::Push:
-      push(request, payload);
+      push(request, std::move(message));
       return;
     case PsRequestKind::Leave:
       if (request.received > 0) received_++;  // its ticket will never be pushed
@@ -100,7 +101,8 @@ void ShardServer::handle(int from, std::span<const std::byte> message) {
                           config_.shard, static_cast<uint32_t>(request.kind), from));
 }
 
-void ShardServer::push(const PsRequest& request, std::span<const std::byte> payload) {
+void ShardServer::push(const PsRequest& request, std::vector<std::byte>&& message) {
+  const auto payload = ps_payload(message, sizeof(PsRequest));
   const int worker = static_cast<int>(request.worker);
   if (!initialized_)
     throw Error(fmt::format("{}: worker {} pushed to server shard {} before it had its initial parameters",
@@ -119,16 +121,18 @@ void ShardServer::push(const PsRequest& request, std::span<const std::byte> payl
   if (collected_.count(worker))
     throw Error(fmt::format("{}: worker {} pushed twice to server shard {} for update {}", config_.strategy,
                             worker, config_.shard, version_));
-  collected_[worker].assign(payload.begin(), payload.end());
+  collected_[worker] = std::move(message);  // `payload` points into it
   if (collected_.size() == config_.gradients_per_update) apply_aggregated();
 }
 
 void ShardServer::apply_aggregated() {
   std::fill(sum_.begin(), sum_.end(), 0.0f);
-  for (const auto& [worker, payload] : collected_) decode_into(payload, sum_, worker);  // in worker order
+  for (const auto& [worker, message] : collected_)  // in worker order
+    decode_into(ps_payload(message, sizeof(PsRequest)), sum_, worker);
   const float scale = 1.0f / static_cast<float>(collected_.size());
   for (float& g : sum_) g *= scale;
   optimizer_->step(params_, sum_);
+  params_message_stale_ = true;
   version_++;
   stats_.updates++;
   for (size_t i = 0; i < collected_.size(); ++i) stats_.record_staleness(0);
@@ -146,6 +150,7 @@ void ShardServer::apply_one(const PsRequest& request, std::span<const std::byte>
   decode_into(payload, sum_, static_cast<int>(request.worker));
   if (scale != 1.0) optimizer_->set_lr(static_cast<float>(config_.optimizer.lr * scale));
   optimizer_->step(params_, sum_);
+  params_message_stale_ = true;
   if (scale != 1.0) optimizer_->set_lr(config_.optimizer.lr);
   version_++;
   stats_.updates++;
@@ -195,7 +200,11 @@ void ShardServer::answer_held() {
 }
 
 void ShardServer::answer_pull(int worker) {
-  reply(worker, ps_message(PsParamsHeader{version_}, std::as_bytes(std::span<const float>(params_))));
+  if (params_message_stale_) {
+    params_message_ = ps_message(PsParamsHeader{version_}, std::as_bytes(std::span<const float>(params_)));
+    params_message_stale_ = false;
+  }
+  reply(worker, params_message_);
 }
 
 void ShardServer::reply(int worker, std::span<const std::byte> message) { comm_.send(worker, kTagPsReply, message); }

@@ -59,8 +59,9 @@ class ShardServer {
     int worker;
     PsRequest request;
   };
-  void handle(int from, std::span<const std::byte> message);
-  void push(const PsRequest& request, std::span<const std::byte> payload);
+  void handle(int from, std::vector<std::byte>&& message);
+  // `message` is the whole request; aggregated mode keeps it until the update.
+  void push(const PsRequest& request, std::vector<std::byte>&& message);
   void apply_aggregated();
   void apply_one(const PsRequest& request, std::span<const std::byte> payload);
   void decode_into(std::span<const std::byte> payload, std::span<float> out, int worker) const;
@@ -79,8 +80,11 @@ class ShardServer {
   bool initialized_ = false;
   uint64_t version_ = 0;   // optimizer steps taken
   uint64_t received_ = 0;  // pushes (and unpushed tickets of workers that left)
-  // Aggregated mode: the payloads pushed for the current version, by worker.
+  // Aggregated mode: the push requests (header and payload) for the current version, by worker.
   std::map<int, std::vector<std::byte>> collected_;
+  // The parameters as a pull reply, built once for every worker that pulls them.
+  std::vector<std::byte> params_message_;
+  bool params_message_stale_ = true;
   std::vector<HeldPull> held_pulls_;
   std::vector<int> held_begins_;
   ServerStats stats_;

@@ -69,6 +69,7 @@ void ParameterServerGroup::serve(Communicator& with_servers, int shard, const Fl
           config_.name == "ssp" ? std::optional<uint64_t>(config_.staleness) : std::nullopt,
           config_.warmup_single, config_.time_limit_seconds);
   }
+  with_servers.set_waiting(Communicator::Waiting::Nap);  // a shard mostly waits for its workers
   ShardServer(with_servers, std::move(c), std::move(coordinator)).serve();
 }
 
@@ -77,7 +78,9 @@ ParameterServerWorker::ParameterServerWorker(const ParameterServerGroup& group, 
     : group_(group),
       model_(model),
       client_(with_servers, group.workers_, group.ranges_, group.config_.codec, model.layout(), group.config_.name,
-              2 * group.config_.timeout) {}
+              2 * group.config_.timeout) {
+  with_servers.set_waiting(Communicator::Waiting::Nap);  // a worker mostly waits for its shards
+}
 
 void ParameterServerWorker::start() {
   // The shards start from worker 0's weights, as the all-reduce replicas do.
