@@ -17,6 +17,8 @@ struct SimulateOptions {
   std::vector<size_t> workers = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
   std::vector<std::string> exchanges = {"ring", "hd", "allgather", "ps"};
   std::string codec = "none";      // dense exchanges: none (fp32), fp16 or int8
+  std::string sparse_codec = "dgc";  // allgather: the codec whose CPU cost --codec-costs gives
+  std::string codec_costs;         // a `ptrain bench compress --csv` file
   std::string calibrate_report;    // a `ptrain train --report` file
   double calibrate_bandwidth_gbit = 1;
   std::string csv_path;

@@ -33,7 +33,9 @@ Calibration calibrate_from_report(const std::string& path, const StepModelConfig
   StepModelConfig m = model;
   m.parameters = c.parameters;
   m.batch = c.batch;
-  const double exchange = exchange_seconds(m, c.workers);
+  // As predict_step counts them: a single worker encodes only for parameter servers.
+  const bool encodes = c.workers > 1 || m.exchange == ExchangeKind::ParameterServer;
+  const double exchange = exchange_seconds(m, c.workers) + (encodes ? codec_seconds(m, c.workers) : 0);
   if (!(c.step_s > exchange))
     throw Error(fmt::format("--calibrate {}: its step ({:.3f} ms) is not longer than the modelled exchange ({:.3f} ms) "
                             "at {} Gbit/s; is the bandwidth right?",

@@ -42,6 +42,12 @@ void validate_step_model(const StepModelConfig& c) {
     throw Error(fmt::format("--backward-fraction must be in [0, 1] (got {})", c.backward_fraction));
   if (!(c.density > 0 && c.density <= 1)) throw Error(fmt::format("--density must be in (0, 1] (got {})", c.density));
   if (c.batch < 1) throw Error("--batch must be at least 1");
+  if (!(c.encode_s_per_value >= 0 && c.decode_s_per_value >= 0) || !std::isfinite(c.encode_s_per_value) ||
+      !std::isfinite(c.decode_s_per_value))
+    throw Error(fmt::format("--codec-costs: encode and decode times must be >= 0 (got {} and {} s a value)",
+                            c.encode_s_per_value, c.decode_s_per_value));
+  if (!(c.cores_per_rank > 0) || !std::isfinite(c.cores_per_rank))
+    throw Error(fmt::format("--cores-per-rank must be > 0 (got {})", c.cores_per_rank));
   if (c.servers < 1) throw Error("--servers must be at least 1");
   if (!(c.straggler_mean >= 0) || !std::isfinite(c.straggler_mean))
     throw Error(fmt::format("--straggler-mean must be >= 0 (got {})", c.straggler_mean));
@@ -76,6 +82,21 @@ double exchange_seconds(const StepModelConfig& c, size_t workers) {
   return 0;
 }
 
+double codec_seconds(const StepModelConfig& c, size_t workers) {
+  const double n = static_cast<double>(workers);
+  const double enc = c.encode_s_per_value, dec = c.decode_s_per_value;
+  double per_value = 0;
+  switch (c.exchange) {
+    case ExchangeKind::RingAllreduce:
+    case ExchangeKind::HalvingDoubling:
+      per_value = (enc + dec) * (1 + (n - 1) / n);
+      break;
+    case ExchangeKind::SparseAllgather: per_value = enc + n * dec; break;
+    case ExchangeKind::ParameterServer: per_value = enc; break;
+  }
+  return c.parameters * per_value * std::max(1.0, 1 / c.cores_per_rank);
+}
+
 double expected_compute_seconds(const StepModelConfig& c, size_t workers) {
   const double base = c.compute_per_sample_s * static_cast<double>(c.batch);
   const size_t waited = workers > c.backup ? workers - c.backup : 1;
@@ -92,8 +113,11 @@ StepPrediction predict_step(const StepModelConfig& c, size_t workers) {
   p.workers = workers;
   p.compute_s = expected_compute_seconds(c, workers);
   p.exchange_s = exchange_seconds(c, workers);
+  p.codec_s = workers > 1 || c.exchange == ExchangeKind::ParameterServer ? codec_seconds(c, workers) : 0;
   const double backward = p.compute_s * c.backward_fraction;
-  p.step_s = c.overlap ? (p.compute_s - backward) + std::max(backward, p.exchange_s) : p.compute_s + p.exchange_s;
+  const double spare_core = std::clamp(c.cores_per_rank - 1, 0.0, 1.0);
+  const double hidden = c.overlap ? spare_core * std::min(backward, p.exchange_s) : 0;
+  p.step_s = p.codec_s + p.compute_s + p.exchange_s - hidden;
   // Samples computed, as ptrain's reports count them (ps-backup's dropped gradients included).
   p.samples_per_s = static_cast<double>(workers * c.batch) / p.step_s;
   const double alone = static_cast<double>(c.batch) / (c.compute_per_sample_s * static_cast<double>(c.batch));

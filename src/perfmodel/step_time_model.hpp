@@ -33,12 +33,23 @@ struct StepModelConfig {
   // Each worker's compute takes base x (1 + E), E exponential with this mean (0: no stragglers).
   double straggler_mean = 0;
   bool overlap = false;            // communication runs during backward
+  // The codec's CPU time, seconds per gradient value on one core (ptrain bench
+  // compress measures them); 0 without a codec. See codec_seconds().
+  double encode_s_per_value = 0;
+  double decode_s_per_value = 0;
+  // Cores each worker rank has. Below 1, ranks share cores and the codecs'
+  // CPU time stretches by 1/cores. Overlap needs a core besides backward's
+  // for the communication thread, which polls MPI all along: it hides
+  // min(backward, exchange) in full from 2 cores on, in proportion between 1
+  // and 2, and not at all below 1.
+  double cores_per_rank = 2;
 };
 
 struct StepPrediction {
   size_t workers = 0;
   double compute_s = 0;     // the step's compute, waiting for the slowest worker it needs
   double exchange_s = 0;    // the gradient exchange alone
+  double codec_s = 0;       // encoding and decoding, on the worker's share of a core
   double step_s = 0;
   double samples_per_s = 0;
   double efficiency = 0;    // samples/s over N x one worker's samples/s without communication
@@ -49,6 +60,14 @@ void validate_step_model(const StepModelConfig& config);
 
 // The exchange's time on N workers (0 for one worker, except with parameter servers).
 double exchange_seconds(const StepModelConfig& config, size_t workers);
+
+// A worker's codec CPU time on N workers: a summable dense codec (fp16) in an
+// all-reduce encodes its P values, decode-add-encodes the (N-1)/N P it
+// receives while reducing and decodes the P of the result; a sparse codec
+// encodes P and decodes every worker's part (N x P, as decode_add touches the
+// whole dense range); a parameter-server worker encodes its push. Times the
+// stretch of ranks that share cores (cores_per_rank below 1).
+double codec_seconds(const StepModelConfig& config, size_t workers);
 
 // The expected compute time of a step that waits for the k fastest of N workers
 // (k = N - backup): base x (1 + mean x (1/N + 1/(N-1) + ... + 1/(N-k+1))).

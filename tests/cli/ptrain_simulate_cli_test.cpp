@@ -38,6 +38,19 @@ TEST(PtrainSimulateCli, CalibratesFromARunReport) {
   EXPECT_NE(o.out.find("80.30 / "), std::string::npos) << o.out;  // the calibrated model gives the measured step back
 }
 
+TEST(PtrainSimulateCli, AddsTheCodecsMeasuredCpuTime) {
+  test::ScratchDir dir;
+  const std::string costs = dir.file("compress.csv");
+  std::ofstream(costs) << "codec,elements,encode_seconds,encode_gbps,decode_seconds,decode_gbps,wire_bytes,dense_bytes\n"
+                          "dgc,1000000,0.002,2,0.001,4,8000,4000000\n";
+  // 1e6 values: 32 ms compute, 3 x 64 us exchange, encode 2 ms + 4 x 1 ms decode, x 2 ranks a core = 44.192 ms.
+  const Outcome o = run_ptrain("simulate --parameters 1e6 --compute-per-sample 1 --batch 32 --workers 4 --bandwidth 1 "
+                               "--latency 0 --exchange allgather --codec-costs " + costs + " --cores-per-rank 0.5");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("allgather codec dgc: encode 2.000 ns, decode 1.000 ns a value"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("44.19 / "), std::string::npos) << o.out;
+}
+
 TEST(PtrainSimulateCli, ImpossibleOptionsAreOneLineErrors) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"simulate --parameters 0", "--parameters must be > 0"},
@@ -47,6 +60,9 @@ TEST(PtrainSimulateCli, ImpossibleOptionsAreOneLineErrors) {
       {"simulate --workers 0,4", "--workers must be at least 1"},
       {"simulate --density 0", "--density must be in (0, 1]"},
       {"simulate --calibrate /no/such/run.json", "--calibrate /no/such/run.json: cannot open"},
+      {"simulate --exchange allgather --codec-costs /no/such.csv", "--codec-costs /no/such.csv: cannot open"},
+      {"simulate --cores-per-rank 0", "--cores-per-rank must be > 0"},
+      {"simulate --sparse-codec zip", "--sparse-codec"},
   };
   test::expect_one_line_errors(cases);
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "perfmodel/calibration.hpp"
+#include "perfmodel/codec_costs.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
@@ -81,11 +82,69 @@ TEST(StepTimeModel, OverlapHidesTheExchangeBehindBackward) {
   EXPECT_NEAR(p.efficiency, 0.032 / p.step_s, 1e-12);
   c.overlap = true;  // forward 1/3 of 0.032, then the longer of backward (2/3) and the exchange
   EXPECT_NEAR(predict_step(c, 4).step_s, 0.032 / 3 + 0.0483, 1e-12);
+  // Without a core to spare for the communication thread nothing is hidden;
+  // with half a spare core, half of min(backward, exchange).
+  c.cores_per_rank = 1;
+  EXPECT_NEAR(predict_step(c, 4).step_s, 0.032 + 0.0483, 1e-12);
+  c.cores_per_rank = 1.5;
+  EXPECT_NEAR(predict_step(c, 4).step_s, 0.032 + 0.0483 - 0.5 * (0.032 * 2 / 3), 1e-12);
+  c.cores_per_rank = 2;
   c.bandwidth_bits_s = 100e9;  // the exchange is now shorter than backward: it is hidden
   EXPECT_NEAR(predict_step(c, 4).step_s, 0.032, 1e-12);
   const StepPrediction one = predict_step(c, 1);
   EXPECT_DOUBLE_EQ(one.efficiency, 1);
   EXPECT_DOUBLE_EQ(one.samples_per_s, 1000);
+}
+
+TEST(StepTimeModel, CodecCpuTimeByExchange) {
+  // 1e6 values, encode 2 ns and decode 1 ns a value, 4 workers.
+  auto c = hand_case(ExchangeKind::RingAllreduce);
+  c.encode_s_per_value = 2e-9;
+  c.decode_s_per_value = 1e-9;
+  // fp16 in a ring: encode P, decode-add-encode 3/4 P while reducing, decode P: 3 ns x 1.75 x 1e6.
+  EXPECT_NEAR(codec_seconds(c, 4), 5.25e-3, 1e-12);
+  c.cores_per_rank = 0.5;  // two ranks on a core: twice the wall time
+  EXPECT_NEAR(codec_seconds(c, 4), 10.5e-3, 1e-12);
+  c.cores_per_rank = 1;
+  EXPECT_NEAR(codec_seconds(c, 4), 5.25e-3, 1e-12);  // a core of its own: as measured on one
+  c.exchange = ExchangeKind::SparseAllgather;  // encode P, decode 4 parts over the dense range
+  EXPECT_NEAR(codec_seconds(c, 4), 1e6 * (2e-9 + 4 * 1e-9), 1e-12);
+  c.exchange = ExchangeKind::ParameterServer;  // the worker encodes its push
+  EXPECT_NEAR(codec_seconds(c, 4), 2e-3, 1e-12);
+  // The step adds it to compute and exchange: 32 ms + 4 x (50 us + 64 us) + 6 ms.
+  c.exchange = ExchangeKind::SparseAllgather;
+  c.density = 0.001;
+  EXPECT_NEAR(predict_step(c, 4).step_s, 0.032 + 3 * (50e-6 + 6.4e-5) + 6e-3, 1e-12);
+  // One worker exchanges nothing, so it encodes nothing.
+  EXPECT_EQ(predict_step(c, 1).codec_s, 0);
+}
+
+TEST(CodecCosts, TakesTheRowNearestTheModelSize) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("compress.csv");
+  std::ofstream(path) << "codec,elements,encode_seconds,encode_gbps,decode_seconds,decode_gbps,wire_bytes,dense_bytes\n"
+                         "fp16,1048576,0.001048576,4,0.000524288,8,2097152,4194304\n"
+                         "fp16,16777216,0.033554432,2,0.016777216,4,33554432,67108864\n"
+                         "dgc,16777216,0.016777216,4,0.000016777216,4000,134224,67108864\n"
+                         "nth_element,16777216,0.16777216,0.4,,,134216,67108864\n";
+  CodecCost fp16 = load_codec_cost(path, "fp16", 2e6);  // nearer 1M than 16M (in log)
+  EXPECT_EQ(fp16.elements, 1048576);
+  EXPECT_NEAR(fp16.encode_s_per_value, 1e-9, 1e-18);
+  EXPECT_NEAR(fp16.decode_s_per_value, 0.5e-9, 1e-18);
+  fp16 = load_codec_cost(path, "fp16", 18e6);
+  EXPECT_NEAR(fp16.encode_s_per_value, 2e-9, 1e-18);
+  EXPECT_NEAR(load_codec_cost(path, "dgc", 18e6).decode_s_per_value, 1e-12, 1e-21);
+  EXPECT_EQ(test::error_message([&] { load_codec_cost(path, "topk", 1e6); }),
+            "--codec-costs " + path + ": no row for codec 'topk'");
+  EXPECT_EQ(test::error_message([&] { load_codec_cost(dir.file("none.csv"), "fp16", 1e6); }),
+            "--codec-costs " + dir.file("none.csv") + ": cannot open");
+  const std::string bad = dir.file("bad.csv"), other = dir.file("other.csv");
+  std::ofstream(bad) << "codec,elements,encode_seconds,decode_seconds\nfp16,1024,fast,0.1\n";
+  EXPECT_EQ(test::error_message([&] { load_codec_cost(bad, "fp16", 1e6); }),
+            "--codec-costs " + bad + ": line 2: 'fast' is not a positive number");
+  std::ofstream(other) << "rate,configuration\n";
+  EXPECT_NE(test::error_message([&] { load_codec_cost(other, "fp16", 1e6); }).find("no 'codec' column"),
+            std::string::npos);
 }
 
 TEST(StepTimeModel, RejectsImpossibleInputs) {
@@ -95,6 +154,9 @@ TEST(StepTimeModel, RejectsImpossibleInputs) {
   c = hand_case(ExchangeKind::SparseAllgather);
   c.density = 2;
   EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--density must be in (0, 1] (got 2)");
+  c = hand_case(ExchangeKind::RingAllreduce);
+  c.cores_per_rank = 0;
+  EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--cores-per-rank must be > 0 (got 0)");
   EXPECT_EQ(test::error_message([] { parse_exchange_kind("tree"); }),
             "--exchange: unknown exchange 'tree' (choose ring, hd, allgather or ps)");
 }
