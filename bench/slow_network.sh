@@ -45,33 +45,33 @@ declare -a options=("--allreduce ring --no-overlap" "--allreduce ring --overlap"
                     "--compress dgc --dgc-density 0.001 --dgc-warmup 0 --no-overlap"
                     "--compress dgc --dgc-density 0.001 --dgc-warmup 0 --overlap"
                     "--strategy ps-sync --servers 2")
-# A run under the limit; its leftovers (daemons in the hosts) are killed with it.
-limited() {
-  timeout -k 10 "$run_limit" "$@" && return 0
-  local code=$?
-  pkill -9 -f "orted .*plm_rsh_agent $netcluster" 2>/dev/null || true
-  return "$code"
+# `twice LOG LABEL COMMAND...`: COMMAND under the limit, its output in LOG; if it fails, its
+# leftovers (daemons in the hosts) are killed and it runs once more before the bench gives up.
+twice() {
+  local log=$1 label=$2 attempt
+  shift 2
+  for attempt in 1 2; do
+    timeout -k 10 "$run_limit" "$@" > "$log" 2>&1 && return 0
+    pkill -9 -f "orted .*plm_rsh_agent $netcluster" 2>/dev/null || true
+    echo "slow_network: $label failed (attempt $attempt):" >&2
+    tail -5 "$log" >&2
+  done
+  exit 1
 }
 
 for rate in $rates; do
   "$netcluster" up $((hosts + 2)) --name "$name" --rate "$rate" >/dev/null
   # The probe: in a ring all-reduce each host sends to one neighbour and receives from the other, so
   # its bus bandwidth is what one link carries, under the same traffic as the training runs.
-  limited "$netcluster" run "$hosts" --name "$name" -- "$build/ptrain" bench allreduce --algo ring \
-    --sizes 64MiB --iters 5 > "$runs/probe-$rate.txt" ||
-    limited "$netcluster" run "$hosts" --name "$name" -- "$build/ptrain" bench allreduce --algo ring \
-      --sizes 64MiB --iters 5 > "$runs/probe-$rate.txt"
+  twice "$runs/probe-$rate.txt" "the probe at $rate" \
+    "$netcluster" run "$hosts" --name "$name" -- "$build/ptrain" bench allreduce --algo ring --sizes 64MiB --iters 5
   for i in "${!names[@]}"; do
     ranks=$hosts
     [[ "${options[$i]}" == *--servers* ]] && ranks=$((hosts + 2))
     # shellcheck disable=SC2086
-    for attempt in 1 2; do
-      limited "$netcluster" run "$ranks" --name "$name" -- "$build/ptrain" train "${common[@]}" ${options[$i]} \
-        --report "$runs/$rate-$i.json" > "$runs/$rate-$i.log" 2>&1 && break
-      echo "slow_network: '${names[$i]}' at $rate failed (attempt $attempt):" >&2
-      tail -5 "$runs/$rate-$i.log" >&2
-      [ "$attempt" = 1 ] || exit 1
-    done
+    twice "$runs/$rate-$i.log" "'${names[$i]}' at $rate" \
+      "$netcluster" run "$ranks" --name "$name" -- "$build/ptrain" train "${common[@]}" ${options[$i]} \
+      --report "$runs/$rate-$i.json"
   done
   "$netcluster" down --name "$name" >/dev/null
 done
@@ -99,7 +99,7 @@ for rate in rates.split():
         if i == 0:
             base = s["samples_per_s"]
         rows.append((rate, name, r["config"]["parameters"], s["mean_step_ms"], s["samples_per_s"],
-                     s["samples_per_s"] / base, sent, link))
+                     s["samples_per_s"] / base, sent, link, r["config"]["batch_per_worker"]))
         print(f"| {name} | {r['config']['parameters']:,} | {s['mean_step_ms']:.1f} | {s['samples_per_s']:.0f} | "
               f"{s['samples_per_s'] / base:.2f}x | {sent:.2f} |")
 with open(csv_path, "w") as f:
@@ -134,8 +134,7 @@ for row in rows:
     if (rate, i) == (first_rate, 0):
         continue
     predicted_csv = os.path.join(runs, "predicted.csv")
-    simulate(["--parameters", str(row[2]), "--compute-per-sample", compute, "--batch", str(json.load(
-        open(os.path.join(runs, f"{rate}-{i}.json")))["config"]["batch_per_worker"]), "--bandwidth",
+    simulate(["--parameters", str(row[2]), "--compute-per-sample", compute, "--batch", str(row[8]), "--bandwidth",
         str(probes[rate]), "--codec-costs", codecs_csv, "--cores-per-rank", cores_per_rank,
         "--csv", predicted_csv] + model_args[i])
     line = open(predicted_csv).read().splitlines()[1].split(",")

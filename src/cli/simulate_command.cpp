@@ -72,10 +72,11 @@ int run_simulate_command(SimulateOptions& o) {
   for (double b : o.bandwidths_gbit)
     if (!(b > 0)) throw Error(fmt::format("--bandwidth must be > 0 Gbit/s (got {})", b));
   if (!o.csv_path.empty()) check_writable(o.csv_path, "--csv");
+  auto codec_of = [&](ExchangeKind e) { return e == ExchangeKind::SparseAllgather ? o.sparse_codec : o.codec; };
   // The codec CPU cost of each exchange (none without --codec-costs, or for fp32).
   auto with_codec_cost = [&](StepModelConfig c, ExchangeKind e) {
     c.exchange = e;
-    const std::string codec = e == ExchangeKind::SparseAllgather ? o.sparse_codec : o.codec;
+    const std::string codec = codec_of(e);
     if (!o.codec_costs.empty() && codec != "none") {
       const CodecCost cost = load_codec_cost(o.codec_costs, codec, c.parameters);
       c.encode_s_per_value = cost.encode_s_per_value;
@@ -98,12 +99,14 @@ int run_simulate_command(SimulateOptions& o) {
   fmt::print("{:.3g} M parameters, batch {} per worker, {:.4f} ms compute per sample, latency {} us, codec {}, {}\n",
              base.parameters / 1e6, base.batch, base.compute_per_sample_s * 1000, o.latency_us, o.codec,
              base.overlap ? "overlap with backward" : "no overlap");
+  // Each exchange's model, its codec cost read once.
+  std::map<ExchangeKind, StepModelConfig> model_of;
   for (auto e : exchanges) {
-    const StepModelConfig c = with_codec_cost(base, e);
+    const StepModelConfig& c = model_of[e] = with_codec_cost(base, e);
     if (c.encode_s_per_value > 0 || c.decode_s_per_value > 0)
       fmt::print("{} codec {}: encode {:.3f} ns, decode {:.3f} ns a value (from {}), {} core(s) per rank\n",
-                 to_string(e), e == ExchangeKind::SparseAllgather ? o.sparse_codec : o.codec,
-                 c.encode_s_per_value * 1e9, c.decode_s_per_value * 1e9, o.codec_costs, c.cores_per_rank);
+                 to_string(e), codec_of(e), c.encode_s_per_value * 1e9, c.decode_s_per_value * 1e9, o.codec_costs,
+                 c.cores_per_rank);
   }
   std::string csv = "bandwidth_gbit,exchange,workers,compute_ms,codec_ms,exchange_ms,step_ms,samples_per_s,efficiency\n";
   for (double gbit : o.bandwidths_gbit) {
@@ -115,7 +118,7 @@ int run_simulate_command(SimulateOptions& o) {
     for (size_t n : o.workers) {
       fmt::print("  {:>7}", n);
       for (auto e : exchanges) {
-        StepModelConfig c = with_codec_cost(base, e);
+        StepModelConfig c = model_of.at(e);
         c.bandwidth_bits_s = gbit * 1e9;
         const StepPrediction p = predict_step(c, n);
         rows[e].push_back(p);

@@ -64,7 +64,7 @@ void ShardServer::handle(int from, std::vector<std::byte>&& message) {
         throw Error(fmt::format("{}: server shard {} holds {} parameters but worker {} sent {} bytes of them",
                                 config_.strategy, config_.shard, params_.size(), from, payload.size()));
       std::memcpy(params_.data(), payload.data(), payload.size());
-      params_message_stale_ = true;
+      params_message_.clear();
       initialized_ = true;
       return;
     case PsRequestKind::Begin:
@@ -132,7 +132,7 @@ void ShardServer::apply_aggregated() {
   const float scale = 1.0f / static_cast<float>(collected_.size());
   for (float& g : sum_) g *= scale;
   optimizer_->step(params_, sum_);
-  params_message_stale_ = true;
+  params_message_.clear();
   version_++;
   stats_.updates++;
   for (size_t i = 0; i < collected_.size(); ++i) stats_.record_staleness(0);
@@ -150,7 +150,7 @@ void ShardServer::apply_one(const PsRequest& request, std::span<const std::byte>
   decode_into(payload, sum_, static_cast<int>(request.worker));
   if (scale != 1.0) optimizer_->set_lr(static_cast<float>(config_.optimizer.lr * scale));
   optimizer_->step(params_, sum_);
-  params_message_stale_ = true;
+  params_message_.clear();
   if (scale != 1.0) optimizer_->set_lr(config_.optimizer.lr);
   version_++;
   stats_.updates++;
@@ -200,10 +200,8 @@ void ShardServer::answer_held() {
 }
 
 void ShardServer::answer_pull(int worker) {
-  if (params_message_stale_) {
+  if (params_message_.empty())
     params_message_ = ps_message(PsParamsHeader{version_}, std::as_bytes(std::span<const float>(params_)));
-    params_message_stale_ = false;
-  }
   reply(worker, params_message_);
 }
 

@@ -82,9 +82,9 @@ class ShardServer {
   uint64_t received_ = 0;  // pushes (and unpushed tickets of workers that left)
   // Aggregated mode: the push requests (header and payload) for the current version, by worker.
   std::map<int, std::vector<std::byte>> collected_;
-  // The parameters as a pull reply, built once for every worker that pulls them.
+  // The parameters as a pull reply, built once for every worker that pulls
+  // them; emptied whenever the parameters change.
   std::vector<std::byte> params_message_;
-  bool params_message_stale_ = true;
   std::vector<HeldPull> held_pulls_;
   std::vector<int> held_begins_;
   ServerStats stats_;
