@@ -32,11 +32,11 @@ declare -a names=(
 declare -a options=(
   ""
   "--compress topk --topk-ratio $density"
-  "$dgc --no-dgc-momentum-correction --no-dgc-masking --dgc-clip 0 --dgc-warmup 0"
-  "$dgc --dgc-momentum-correction --no-dgc-masking --dgc-clip 0 --dgc-warmup 0"
-  "$dgc --dgc-momentum-correction --no-dgc-masking --dgc-clip $clip --dgc-warmup 0"
-  "$dgc --dgc-momentum-correction --dgc-masking --dgc-clip $clip --dgc-warmup 0"
-  "$dgc --dgc-momentum-correction --dgc-masking --dgc-clip $clip --dgc-warmup $warmup")
+  "$dgc --dgc-momentum-correction off --no-dgc-masking --dgc-clip 0 --dgc-warmup 0"
+  "$dgc --dgc-momentum-correction on --no-dgc-masking --dgc-clip 0 --dgc-warmup 0"
+  "$dgc --dgc-momentum-correction on --no-dgc-masking --dgc-clip $clip --dgc-warmup 0"
+  "$dgc --dgc-momentum-correction on --dgc-masking --dgc-clip $clip --dgc-warmup 0"
+  "$dgc --dgc-momentum-correction on --dgc-masking --dgc-clip $clip --dgc-warmup $warmup")
 for i in "${!names[@]}"; do
   # shellcheck disable=SC2086
   "$build/ptrain" train $common ${options[$i]} --report "$runs/$i.json" >/dev/null

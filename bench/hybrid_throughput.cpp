@@ -7,7 +7,8 @@
 
 #include "core/error.hpp"
 #include "data/fashion_mnist.hpp"
-#include "model/torch/model_factory.hpp"
+#include "model/model_registry.hpp"
+#include "plan/strategy_registry.hpp"
 #include "train/trainer.hpp"
 
 int main(int argc, char** argv) {
@@ -34,7 +35,9 @@ int main(int argc, char** argv) {
     ptrain::TrainConfig config;
     config.workers = workers;
     config.batch = batch;
-    config.strategy.name = strategy;
+    const auto chosen = ptrain::StrategyRegistry::make(strategy);
+    if (!chosen) throw ptrain::Error("--strategy: " + ptrain::StrategyRegistry::unknown("strategy", strategy));
+    config.make_strategy = ptrain::strategy_factory_of(*chosen);
     config.pin_workers = pin;
     config.epochs = 1000000;  // --steps decides the length, across epoch boundaries
     config.strategy.optimizer.kind = ptrain::OptimizerKind::Adam;

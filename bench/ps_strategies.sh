@@ -64,7 +64,7 @@ python3 - "$runs" "$build/bench-ps-strategies.csv" "$model" "$workers" "$servers
 import json, os, sys
 runs, csv_path, model, workers, servers, factor, epochs, seconds, batch, lr = sys.argv[1:11]
 names = sys.argv[11:]
-print(f"{model} on {json.load(open(os.path.join(runs, 'epochs-0.json')))['config']['train_samples']} training "
+print(f"{model} on {json.load(open(os.path.join(runs, 'epochs-0.json')))['run']['train_samples']} training "
       f"samples, {workers} workers x batch {batch} + {servers} server shard(s), Adam lr {lr}; worker "
       f"{int(workers) - 1} is {factor}x slower unless marked; {os.cpu_count()} cores")
 print()
@@ -84,7 +84,7 @@ for i, name in enumerate(names):
     ratio = sps / baseline[kind] if kind in baseline and not name.endswith("no straggler") else None
     acc_e = e["epochs"][-1]["test_accuracy"] * 100
     acc_t = t["epochs"][-1]["test_accuracy"] * 100
-    done = t["summary"]["samples"] / t["config"]["train_samples"]
+    done = t["summary"]["samples"] / t["run"]["train_samples"]
     dropped = ps["dropped_late"] + ps["dropped_stale"]
     rows.append((name, sps, ratio, acc_e, acc_t, done, ps["staleness_mean"], ps["staleness_p99"],
                  ps["staleness_max"], dropped, t["summary"]["samples_per_s"]))

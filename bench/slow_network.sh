@@ -98,9 +98,9 @@ for rate in rates.split():
         sent = max(c["bytes_sent_per_step"] for c in r["comm"]) / 2**20
         if i == 0:
             base = s["samples_per_s"]
-        rows.append((rate, name, r["config"]["parameters"], s["mean_step_ms"], s["samples_per_s"],
-                     s["samples_per_s"] / base, sent, link, r["config"]["batch_per_worker"]))
-        print(f"| {name} | {r['config']['parameters']:,} | {s['mean_step_ms']:.1f} | {s['samples_per_s']:.0f} | "
+        rows.append((rate, name, r["run"]["parameters"], s["mean_step_ms"], s["samples_per_s"],
+                     s["samples_per_s"] / base, sent, link, r["plan"]["run"]["batch"]))
+        print(f"| {name} | {r['run']['parameters']:,} | {s['mean_step_ms']:.1f} | {s['samples_per_s']:.0f} | "
               f"{s['samples_per_s'] / base:.2f}x | {sent:.2f} |")
 with open(csv_path, "w") as f:
     f.write("rate,configuration,parameters,step_ms,samples_per_s,vs_dense_ring,mib_sent_per_step,probe_gbit_s\n")

@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "core/error.hpp"
+#include "plan/strategy_registry.hpp"
 
 namespace ptrain::test {
 
@@ -44,6 +47,21 @@ std::string error_message(Action action) {
   }
   ADD_FAILURE() << "did not throw";
   return "";
+}
+
+// The strategy registered as `name`, with `servers` shards where it has any,
+// its fields then changed by `tweak`.
+inline StrategyFactory named_strategy(const std::string& name, int servers = 1,
+                                      const std::function<void(StrategyChoice&)>& tweak = {}) {
+  auto s = StrategyRegistry::make(name);
+  if (!s) throw Error("no strategy " + name);
+  std::visit(
+      [&](auto& o) {
+        if constexpr (requires { o.servers; }) o.servers = servers;
+      },
+      *s);
+  if (tweak) tweak(*s);
+  return strategy_factory_of(*s);
 }
 
 // Where Debian's dataset-fashion-mnist package puts the real data.

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "cli/byte_size.hpp"
+#include "compress/codec_registry.hpp"
 #include "compress/codec.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -25,7 +26,13 @@ namespace ptrain {
 namespace {
 
 constexpr uint64_t kGradientSeed = 20240601;
-const std::vector<std::string> kBenchCodecs = {"fp16", "int8", "topk", "dgc"};
+// Every registered codec that compresses.
+std::vector<std::string> bench_codecs() {
+  std::vector<std::string> names;
+  for (auto name : CodecRegistry::names())
+    if (compresses(*CodecRegistry::make(name))) names.emplace_back(name);
+  return names;
+}
 
 size_t parse_one_count(const std::string& text, const std::string& whole) {
   // Counts take the byte sizes' binary suffixes, without a B: 1M = 2^20 elements.
@@ -62,16 +69,17 @@ std::string count_text(size_t n) {
 }
 
 std::vector<std::string> parse_codecs(const std::string& text) {
-  if (text == "all") return kBenchCodecs;
+  const std::vector<std::string> all = bench_codecs();
+  if (text == "all") return all;
   std::vector<std::string> codecs;
   std::stringstream in(text);
   std::string name;
   while (std::getline(in, name, ',')) {
-    if (std::find(kBenchCodecs.begin(), kBenchCodecs.end(), name) == kBenchCodecs.end())
-      throw Error("--codecs: unknown codec '" + name + "' (choose fp16, int8, topk, dgc or all)");
+    if (std::find(all.begin(), all.end(), name) == all.end())
+      throw Error("--codecs: " + CodecRegistry::unknown("codec", name) + " or all");
     if (std::find(codecs.begin(), codecs.end(), name) == codecs.end()) codecs.push_back(name);
   }
-  if (codecs.empty()) throw Error("--codecs: no codec named (choose fp16, int8, topk, dgc or all)");
+  if (codecs.empty()) throw Error("--codecs: no codec named (choose " + CodecRegistry::listed() + " or all)");
   return codecs;
 }
 
@@ -92,7 +100,7 @@ Row measure_codec(const std::string& name, const std::vector<std::vector<float>>
                   int warmup) {
   const size_t n = grads[0].size();
   CodecConfig config;
-  config.name = name;
+  config.choice = *CodecRegistry::make(name);
   CodecRange range;
   range.count = n;
   const auto codec = make_codec(config, range, 0);
@@ -119,9 +127,9 @@ Row measure_codec(const std::string& name, const std::vector<std::vector<float>>
   for (int i = 0; i < iters; ++i) codec->decode_add(e, out);
   row.decode_s = clock.seconds() / iters;
   const CodecStats& after = codec->stats();
-  if (name == "topk" || name == "dgc")
+  if (after.selected > before.selected)
     row.note = fmt::format("{:.0f} sent/step", static_cast<double>(after.selected - before.selected) / iters);
-  if (name == "dgc")
+  if (dynamic_cast<const DgcCodec*>(codec.get()))
     row.note += fmt::format(", {:.2f} refinements/step",
                             static_cast<double>(after.refinements - before.refinements) / iters);
   return row;
@@ -232,7 +240,7 @@ int run_bench_compress_command(BenchCompressOptions& o) {
   const std::vector<std::string> codecs = parse_codecs(o.codecs);
   const std::vector<size_t> counts = parse_element_counts(o.sizes);
   CsvOutput csv(o.csv_path);
-  const double dgc_density = CodecConfig{}.dgc.density;
+  const double dgc_density = DgcOptions{}.density;
 
   fmt::print(
       "compress: one worker's gradient (standard normal, seed {}), one thread, default codec settings; "

@@ -6,10 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace ptrain {
+#include "core/fields.hpp"  // parse_byte_size, human_bytes
 
-// The size in bytes, or nothing when `text` is not a positive size with a known unit.
-std::optional<size_t> parse_byte_size(const std::string& text);
+namespace ptrain {
 
 // "lo:hi" as lo, 4 lo, 16 lo, ... up to hi (hi always included); "n" as {n}.
 // `parse_one` reads one end (and throws for a bad one); `option` names the
@@ -17,8 +16,5 @@ std::optional<size_t> parse_byte_size(const std::string& text);
 std::vector<size_t> parse_x4_range(const std::string& text,
                                    const std::function<size_t(const std::string&)>& parse_one,
                                    const std::string& option);
-
-// The shortest exact form: 4KiB, 25MiB, 1000B.
-std::string human_bytes(size_t bytes);
 
 }  // namespace ptrain

@@ -12,15 +12,52 @@
 #include "cli/train_command.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/registry.hpp"
+#include "run/build_info.hpp"
+
+namespace {
+
+// The subcommands that run in one process: under mpirun each rank would run
+// its own copy, so they refuse at once, before MPI starts.
+bool single_process_command(int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string first = argv[1];
+  const std::string second = argc > 2 ? argv[2] : "";
+  return first == "shm" || first == "sweep" || first == "simulate" || (first == "bench" && second == "compress");
+}
+
+// "did you mean --workers?" for an unknown option or subcommand.
+std::string suggestion(const CLI::App& app, const std::string& wrong) {
+  std::vector<std::string> names;
+  const CLI::App* scope = &app;
+  for (const auto* sub : app.get_subcommands())  // the parsed one
+    scope = sub;
+  for (const auto* sub : scope->get_subcommands({})) names.push_back(sub->get_name());
+  for (const auto* opt : scope->get_options())
+    for (const auto& n : opt->get_lnames()) names.push_back("--" + n);
+  std::vector<std::string_view> views(names.begin(), names.end());
+  const auto near = ptrain::closest_name(wrong, views);
+  return near ? " (did you mean " + *near + "?)" : "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  if (ptrain::launched_by_mpi() && single_process_command(argc, argv)) {
+    fmt::print(stderr, "ptrain: error: ptrain {}{} runs in one process; start it without mpirun\n", argv[1],
+               std::string(argv[1]) == "bench" ? " compress" : "");
+    return 2;
+  }
+  const std::vector<std::string> command_line(argv, argv + argc);
   // Under mpirun every rank initialises MPI first; an error on one rank ends the job.
   std::unique_ptr<ptrain::MpiRuntime> mpi;
   if (ptrain::launched_by_mpi()) mpi = std::make_unique<ptrain::MpiRuntime>(&argc, &argv);
   CLI::App app{"ptrain: train neural networks with many workers (all-reduce, parameter servers, shared-memory async SGD)", "ptrain"};
+  app.set_version_flag("--version", fmt::format("ptrain {} (commit {})", ptrain::build_info().version,
+                                                ptrain::build_info().commit));
   app.require_subcommand(1);
-  ptrain::TrainOptions train_options;
-  auto* train = ptrain::add_train_command(app, train_options);
+  ptrain::TrainCommand train_command;
+  auto* train = ptrain::add_train_command(app, train_command);
   ptrain::ShmCommandOptions shm_options;
   auto* shm = ptrain::add_shm_command(app, shm_options);
   ptrain::SweepOptions sweep_options;
@@ -39,12 +76,21 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "ptrain: error: {}\n", e.what());
+    // An unknown word: name the closest option or subcommand.
+    std::string unknown;
+    for (const auto* scope : {&app, app.get_subcommands().empty() ? &app : app.get_subcommands().back()})
+      if (!scope->remaining().empty()) unknown = scope->remaining().front();
+    std::string message = e.what();
+    if (!unknown.empty() && message.find(unknown) == std::string::npos) message += ": " + unknown;
+    fmt::print(stderr, "ptrain: error: {}{}\n", message,
+               unknown.empty() ? "" : suggestion(app, unknown.substr(0, unknown.find('='))));
     return 2;
   }
   try {
-    if (train->parsed()) return ptrain::run_train_command(train_options);
+    if (train->parsed()) return ptrain::run_train_command(train_command, command_line);
     if (shm->parsed()) return ptrain::run_shm_command(shm_options);
     if (sweep->parsed()) return ptrain::run_sweep_command(sweep_options);
     if (simulate->parsed()) return ptrain::run_simulate_command(simulate_options);

@@ -39,8 +39,7 @@ void add_shm_options(CLI::App& cmd, ShmOptions& o) {
 }
 
 void check_shm_options(ShmOptions& o) {
-  if (std::find(model_names().begin(), model_names().end(), o.model.name) == model_names().end())
-    throw Error("--model: unknown model '" + o.model.name + "' (choose mlp, cnn or softmax)");
+  if (!ModelRegistry::make(o.model.name)) throw Error("--model: " + ModelRegistry::unknown("model", o.model.name));
   o.model.hidden = parse_widths(o.hidden);
   o.shm.algorithm = parse_shm_algorithm(o.strategy);
   o.shm.backoff.kind = parse_backoff_kind(o.backoff);

@@ -1,40 +1,30 @@
 #pragma once
-// `ptrain train`: its options, their checks and the run.
+// `ptrain train`: flags (or a plan file) to a run plan, run(), the summary and the report.
 #include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
 
-#include "model/model_config.hpp"
-#include "train/trainer.hpp"
+#include "cli/plan_flags.hpp"
 
 namespace ptrain {
 
-struct TrainOptions {
-  ModelConfig model;
-  std::string hidden = "128";  // comma-separated widths, parsed into model.hidden
-  TrainConfig train;           // batch defaults to 32 per worker here
-  std::string optimizer = "adam";
-  std::string allreduce = "native";
-  std::string bucket_size = "25MiB";      // parsed into train.strategy.bucket_bytes
-  std::string int8_rounding = "nearest";  // or stochastic
-  float lr = 1e-3f;
-  float momentum = 0.9f;
-  float weight_decay = 0.0f;
-  std::string data_dir;
-  bool standardize = true;
-  size_t train_samples = 0;  // 0: the whole training set
+struct TrainCommand {
+  std::string config_path;  // a plan file or a run report to start from
   std::string report_path;
-  int threads_per_worker = 1;
-  double comm_timeout_s = 60;
-  std::string stale_policy = "none";  // parsed into train.strategy.stale_policy
-  std::string straggler;              // RANK:FACTOR, parsed into train.straggler_*
-  CLI::Option* workers_option = nullptr;  // to tell a given --workers from the default
+  bool print_plan = false;  // print the plan as JSON and stop
+  bool quiet = false;
+  std::unique_ptr<PlanFlags> flags;
 };
 
-// Registers the subcommand and its options on `app`; the returned options are
-// filled in when the command line is parsed.
-CLI::App* add_train_command(CLI::App& app, TrainOptions& options);
+CLI::App* add_train_command(CLI::App& app, TrainCommand& command);
 
-// Checks every option, loads the data, trains, prints and writes the report.
-// Throws ptrain::Error for bad input, before any work where it can be known then.
-int run_train_command(TrainOptions& options);
+// Builds the plan, checks it (every problem at once, naming flags), trains,
+// prints and writes the report. Throws ptrain::Error for bad input.
+int run_train_command(TrainCommand& command, const std::vector<std::string>& command_line);
+
+// Rewrites the plan fields named in an error message ("run.workers") as the
+// flags they come from here ("--workers").
+std::string with_flags(const std::string& message, const RunPlan& plan);
 
 }  // namespace ptrain

@@ -93,39 +93,4 @@ class Codec {
   CodecStats stats_;
 };
 
-struct DgcConfig {
-  double density = 0.001;           // fraction of elements sent once warm-up is over
-  double sample_fraction = 0.01;    // of the elements, to estimate the threshold
-  size_t min_samples = 4096;        // ... but at least this many (or all)
-  bool momentum_correction = true;  // (c) accumulate the velocity, not the gradient
-  float momentum = 0.9f;            // m in u <- m u + g
-  double clip_norm = 0.0;           // (d) local clipping by norm before accumulating; 0: off
-  bool momentum_masking = true;     // (e) zero u and v where sent
-  double warmup_epochs = 0;         // (f) W: density 25%, 6.25%, 1.5625%, 0.4%, then `density`
-  bool dense_one_dim = true;        // (g) send 1-D tensors dense
-  bool accumulation = true;         // (b) keep what is not sent; off only for the ablation
-};
-
-struct CodecConfig {
-  std::string name = "none";  // none | fp16 | int8 | topk | dgc
-  // int8
-  size_t int8_chunk = 1024;      // elements per scale
-  bool int8_stochastic = false;  // stochastic rounding instead of nearest
-  uint64_t seed = 1;             // for stochastic rounding and DGC's sampling (per worker: derive)
-  // topk
-  double topk_ratio = 0.01;         // fraction of elements sent
-  bool topk_error_feedback = true;  // keep what is not sent in a residual
-  DgcConfig dgc;
-};
-
-// The names --compress accepts.
-const std::vector<std::string>& codec_names();
-
-// Throws ptrain::Error naming the first bad option (as its flag).
-void validate_codec_config(const CodecConfig& config);
-
-// One worker's codec for one range; nullptr for "none". `worker` seeds the
-// codec's own randomness (derived from config.seed), so runs are repeatable.
-std::unique_ptr<Codec> make_codec(const CodecConfig& config, const CodecRange& range, int worker);
-
 }  // namespace ptrain

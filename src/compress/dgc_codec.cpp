@@ -172,11 +172,32 @@ double dgc_density(const DgcConfig& config, double epoch) {
   return std::max(std::pow(0.25, stage + 1), config.density);
 }
 
-DgcCodec::DgcCodec(const CodecConfig& config, const CodecRange& range, uint64_t seed)
-    : config_(config.dgc),
-      layout_("dgc", range.count, config.dgc.dense_one_dim ? range.one_dim : std::vector<IndexSpan>{}),
+DgcConfig DgcOptions::config(float momentum) const {
+  DgcConfig c;
+  c.density = density;
+  c.sample_fraction = sample;
+  c.min_samples = min_samples;
+  c.momentum_correction = momentum_correction != Switch::Off && momentum > 0;
+  c.momentum = c.momentum_correction ? momentum : 0.9f;
+  c.clip_norm = clip;
+  c.momentum_masking = masking;
+  c.warmup_epochs = warmup;
+  c.dense_one_dim = dense_biases;
+  c.accumulation = accumulation;
+  return c;
+}
+
+std::unique_ptr<Codec> DgcOptions::make(const CodecRange& range, uint64_t seed, float momentum) const {
+  return std::make_unique<DgcCodec>(config(momentum), range, seed);
+}
+
+DgcCodec::DgcCodec(const DgcConfig& config, const CodecRange& range, uint64_t seed)
+    : config_(config),
+      layout_("dgc", range.count, config.dense_one_dim ? range.one_dim : std::vector<IndexSpan>{}),
       seed_(seed) {
-  validate_codec_config(config);
+  if (!(config_.density > 0 && config_.density <= 1) || !(config_.sample_fraction > 0 && config_.sample_fraction <= 1) ||
+      !(config_.momentum >= 0 && config_.momentum < 1) || !(config_.clip_norm >= 0) || !(config_.warmup_epochs >= 0))
+    throw Error("dgc codec: an option is out of range (density and sample in (0, 1], momentum in [0, 1), clip and warmup >= 0)");
   if (config_.momentum_correction) u_.assign(range.count, 0.0f);
   v_.assign(range.count, 0.0f);
 }

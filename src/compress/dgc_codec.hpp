@@ -1,6 +1,6 @@
 #pragma once
 // Deep Gradient Compression (Lin et al., ICLR 2018), every part switchable
-// through DgcConfig:
+// through DgcOptions:
 //
 //   (a) sparsification to a target density, with a threshold estimated from a
 //       random sample of the elements (stratified: one element drawn from
@@ -37,8 +37,66 @@
 
 #include "compress/codec.hpp"
 #include "compress/sparse_format.hpp"
+#include "core/fields.hpp"
 
 namespace ptrain {
+
+// Whether DGC's momentum correction runs: auto takes it on with a momentum
+// optimizer (whose momentum it then applies) and off otherwise.
+enum class Switch { Auto, On, Off };
+template <>
+struct EnumText<Switch> {
+  static constexpr std::array<std::string_view, 3> names = {"auto", "on", "off"};
+};
+
+// What a DGC codec runs with, once the momentum correction is resolved.
+struct DgcConfig {
+  double density = 0.001;           // fraction of elements sent once warm-up is over
+  double sample_fraction = 0.01;    // of the elements, to estimate the threshold
+  size_t min_samples = 4096;        // ... but at least this many (or all)
+  bool momentum_correction = true;  // (c) accumulate the velocity, not the gradient
+  float momentum = 0.9f;            // m in u <- m u + g
+  double clip_norm = 0.0;           // (d) local clipping by norm before accumulating; 0: off
+  bool momentum_masking = true;     // (e) zero u and v where sent
+  double warmup_epochs = 0;         // (f) W: density 25%, 6.25%, 1.5625%, 0.4%, then `density`
+  bool dense_one_dim = true;        // (g) send 1-D tensors dense
+  bool accumulation = true;         // (b) keep what is not sent; off only for the ablation
+};
+
+
+// The plan's DGC options.
+struct DgcOptions {
+  static constexpr std::string_view name = "dgc";
+  static constexpr std::string_view summary = "Deep Gradient Compression (Lin et al. 2018), every part switchable";
+  double density = 0.001;
+  double sample = 0.01;
+  size_t min_samples = 4096;
+  Switch momentum_correction = Switch::Auto;
+  double clip = 0.0;
+  bool masking = true;
+  double warmup = 0;
+  bool dense_biases = true;
+  bool accumulation = true;
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit("density", s.density, "fraction of the elements sent after warm-up", Range::fraction());
+    visit("sample", s.sample, "fraction of the elements sampled to estimate the threshold", Range::fraction());
+    visit("min_samples", s.min_samples, "... but at least this many", Range{});
+    visit("momentum_correction", s.momentum_correction,
+          "accumulate the velocity, not the gradient (auto: with the momentum optimizer, whose momentum it takes over)",
+          Range{});
+    visit("clip", s.clip, "local gradient clipping by norm, threshold x N^-1/2 (0: off)", Range::non_negative());
+    visit("masking", s.masking, "momentum factor masking (zero u and v where sent)", Range{});
+    visit("warmup", s.warmup, "warm-up epochs: density 25%, 6.25%, 1.5625%, 0.4%, then density",
+          Range::non_negative());
+    visit("dense_biases", s.dense_biases, "send 1-D tensors (biases) dense", Range{});
+    visit("accumulation", s.accumulation, "accumulate locally what is not sent", Range{});
+  }
+  // The codec's configuration; `momentum` > 0: the optimizer's momentum, which
+  // the correction then applies (0: no momentum optimizer).
+  DgcConfig config(float momentum) const;
+  std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed, float momentum) const;
+};
 
 // (f) The density at `epoch` (epochs done, fractional): over the first W =
 // config.warmup_epochs epochs, W/4 each at 25%, 6.25%, 1.5625% and 0.390625%
@@ -48,7 +106,7 @@ double dgc_density(const DgcConfig& config, double epoch);
 
 class DgcCodec : public Codec {
  public:
-  DgcCodec(const CodecConfig& config, const CodecRange& range, uint64_t seed);
+  DgcCodec(const DgcConfig& config, const CodecRange& range, uint64_t seed);
 
   std::string name() const override { return "dgc"; }
   Encoded encode(std::span<const float> grad, const StepInfo& step) override;

@@ -18,7 +18,11 @@ constexpr size_t kBlock = 2048;
 
 }  // namespace
 
-Fp16Codec::Fp16Codec(const CodecConfig&, const CodecRange& range, uint64_t) : count_(range.count) {}
+std::unique_ptr<Codec> Fp16Options::make(const CodecRange& range, uint64_t, float) const {
+  return std::make_unique<Fp16Codec>(range);
+}
+
+Fp16Codec::Fp16Codec(const CodecRange& range) : count_(range.count) {}
 
 Encoded Fp16Codec::encode(std::span<const float> grad, const StepInfo&) {
   if (grad.size() != count_)

@@ -8,13 +8,23 @@
 //
 // A finite value beyond the half range (one whose nearest half is inf) is sent
 // as +-65504 and counted in stats().saturated; inf and NaN go as they are.
+#include <string_view>
+
 #include "compress/codec.hpp"
 
 namespace ptrain {
 
+struct Fp16Options {
+  static constexpr std::string_view name = "fp16";
+  static constexpr std::string_view summary = "IEEE half precision, all-reduced as halves (each addition in fp32)";
+  template <class Self, class Visit>
+  static void fields(Self&, Visit&&) {}
+  std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed, float momentum) const;
+};
+
 class Fp16Codec : public Codec {
  public:
-  Fp16Codec(const CodecConfig& config, const CodecRange& range, uint64_t seed);
+  explicit Fp16Codec(const CodecRange& range);
 
   std::string name() const override { return "fp16"; }
   Encoded encode(std::span<const float> grad, const StepInfo& step) override;

@@ -45,8 +45,12 @@ std::byte to_byte(double q) {
 
 }  // namespace
 
-Int8Codec::Int8Codec(const CodecConfig& config, const CodecRange& range, uint64_t seed)
-    : count_(range.count), chunk_(config.int8_chunk), stochastic_(config.int8_stochastic), rng_(seed) {
+std::unique_ptr<Codec> Int8Options::make(const CodecRange& range, uint64_t seed, float) const {
+  return std::make_unique<Int8Codec>(*this, range, seed);
+}
+
+Int8Codec::Int8Codec(const Int8Options& options, const CodecRange& range, uint64_t seed)
+    : count_(range.count), chunk_(options.chunk), stochastic_(options.rounding == Rounding::Stochastic), rng_(seed) {
   if (chunk_ < 1) throw Error("--int8-chunk must be at least 1");
 }
 

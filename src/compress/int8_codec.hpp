@@ -1,11 +1,11 @@
 #pragma once
-// int8 compression: the gradient in chunks of `config.int8_chunk` elements,
+// int8 compression: the gradient in chunks of `chunk` elements,
 // each chunk sent as one fp32 scale and one int8 per element.
 //
 // scale = max|x| / 127 over the chunk (0 for a chunk of zeros); each value goes
 // as q = x / scale rounded to an integer and clamped to [-127, 127], and decodes
 // to q * scale. Rounding is to nearest (|x - q scale| <= scale / 2), or with
-// config.int8_stochastic, stochastic: up with probability frac(x / scale), so
+// rounding Stochastic, stochastic: up with probability frac(x / scale), so
 // that the decoded value is x on average (|x - q scale| < scale). The random
 // numbers come from the codec's seed, so a run repeats bit for bit.
 //
@@ -23,14 +23,36 @@
 // wrong finite one. Where max|x| / 127 would round to a scale that cannot
 // represent max|x| within the bound (tiny subnormals), the scale is the next
 // float up.
+#include <string_view>
+
 #include "compress/codec.hpp"
+#include "core/fields.hpp"
 #include "core/rng.hpp"
 
 namespace ptrain {
 
+enum class Rounding { Nearest, Stochastic };
+template <>
+struct EnumText<Rounding> {
+  static constexpr std::array<std::string_view, 2> names = {"nearest", "stochastic"};
+};
+
+struct Int8Options {
+  static constexpr std::string_view name = "int8";
+  static constexpr std::string_view summary = "8-bit integers with one scale per chunk";
+  size_t chunk = 1024;                  // elements sharing one scale
+  Rounding rounding = Rounding::Nearest;
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit("chunk", s.chunk, "elements sharing one scale", Range::at_least(1));
+    visit("rounding", s.rounding, "nearest, or stochastic (unbiased)", Range{});
+  }
+  std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed, float momentum) const;
+};
+
 class Int8Codec : public Codec {
  public:
-  Int8Codec(const CodecConfig& config, const CodecRange& range, uint64_t seed);
+  Int8Codec(const Int8Options& options, const CodecRange& range, uint64_t seed);
 
   std::string name() const override { return "int8"; }
   Encoded encode(std::span<const float> grad, const StepInfo& step) override;

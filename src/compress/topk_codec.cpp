@@ -10,16 +10,20 @@
 
 namespace ptrain {
 
-TopkCodec::TopkCodec(const CodecConfig& config, const CodecRange& range, uint64_t /*seed: top-k is exact*/)
+std::unique_ptr<Codec> TopkOptions::make(const CodecRange& range, uint64_t /*seed: top-k is exact*/, float) const {
+  return std::make_unique<TopkCodec>(*this, range);
+}
+
+TopkCodec::TopkCodec(const TopkOptions& options, const CodecRange& range)
     : layout_("topk", range.count, {}),
       k_(range.count == 0
              ? 0
              : std::clamp<size_t>(
-                   static_cast<size_t>(std::llround(config.topk_ratio * static_cast<double>(range.count))), 1,
+                   static_cast<size_t>(std::llround(options.ratio * static_cast<double>(range.count))), 1,
                    range.count)),
-      error_feedback_(config.topk_error_feedback) {
-  if (!(config.topk_ratio > 0 && config.topk_ratio <= 1))
-    throw Error(fmt::format("--topk-ratio must be in (0, 1] (got {})", config.topk_ratio));
+      error_feedback_(options.error_feedback) {
+  if (!(options.ratio > 0 && options.ratio <= 1))
+    throw Error(fmt::format("topk codec: ratio must be in (0, 1] (got {})", options.ratio));
   if (error_feedback_) residual_.assign(range.count, 0.0f);
   selected_.reserve(k_);
 }

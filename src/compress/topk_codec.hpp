@@ -10,13 +10,27 @@
 #include <vector>
 
 #include "compress/codec.hpp"
+#include "core/fields.hpp"
 #include "compress/sparse_format.hpp"
 
 namespace ptrain {
 
+struct TopkOptions {
+  static constexpr std::string_view name = "topk";
+  static constexpr std::string_view summary = "the k largest magnitudes, with error feedback";
+  double ratio = 0.01;          // fraction of the elements sent
+  bool error_feedback = true;   // keep what is not sent in a residual for later steps
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit("ratio", s.ratio, "fraction of the elements sent", Range::fraction());
+    visit("error_feedback", s.error_feedback, "keep what is not sent in a residual for later steps", Range{});
+  }
+  std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed, float momentum) const;
+};
+
 class TopkCodec : public Codec {
  public:
-  TopkCodec(const CodecConfig& config, const CodecRange& range, uint64_t seed);
+  TopkCodec(const TopkOptions& options, const CodecRange& range);
 
   std::string name() const override { return "topk"; }
   Encoded encode(std::span<const float> grad, const StepInfo& step) override;

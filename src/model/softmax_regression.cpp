@@ -8,6 +8,12 @@
 
 namespace ptrain {
 
+std::unique_ptr<Model> SoftmaxOptions::make(const ModelInput& input) const {
+  size_t features = 1;
+  for (int64_t d : input.sample_shape) features *= static_cast<size_t>(d);
+  return std::make_unique<SoftmaxRegression>(features, input.classes, input.seed);
+}
+
 SoftmaxRegression::SoftmaxRegression(size_t features, int classes, uint64_t seed)
     : features_(features), classes_(classes), probs_(static_cast<size_t>(classes)) {
   if (features == 0 || classes <= 0) throw Error("softmax model: needs features and classes");

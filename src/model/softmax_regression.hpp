@@ -2,11 +2,23 @@
 // Multinomial logistic regression in plain C++: the native Model used to test
 // the layers above the model quickly and without LibTorch.
 #include <cstdint>
+#include <memory>
+#include <string_view>
 #include <vector>
 
+#include "core/fields.hpp"
 #include "core/model.hpp"
+#include "model/model_input.hpp"
 
 namespace ptrain {
+
+struct SoftmaxOptions {
+  static constexpr std::string_view name = "softmax";
+  static constexpr std::string_view summary = "multinomial logistic regression in plain C++ (no LibTorch)";
+  template <class Self, class Visit>
+  static void fields(Self&, Visit&&) {}
+  std::unique_ptr<Model> make(const ModelInput& input) const;
+};
 
 class SoftmaxRegression : public Model {
  public:

@@ -20,10 +20,11 @@ Calibration calibrate_from_report(const std::string& path, const StepModelConfig
   }
   Calibration c;
   try {
-    const auto& config = report.at("config");
-    c.parameters = config.at("parameters").get<double>();
-    c.batch = config.at("batch_per_worker").get<size_t>();
-    c.workers = config.at("workers").get<size_t>();
+    // The report schema of run/report.hpp: what ran under "run", the plan under "plan".
+    const auto& ran = report.at("run");
+    c.parameters = ran.at("parameters").get<double>();
+    c.batch = report.at("plan").at("run").at("batch").get<size_t>();
+    c.workers = ran.at("workers").get<size_t>();
     c.step_s = report.at("summary").at("mean_step_ms").get<double>() / 1000;
   } catch (const nlohmann::json::exception& e) {
     throw Error("--calibrate " + path + ": not a ptrain run report (" + std::string(e.what()) + ")");

@@ -20,7 +20,7 @@ PsClient::PsClient(Communicator& comm, int workers, std::vector<ShardRange> rang
     throw Error(fmt::format("{}: {} workers and {} server shard(s) need a group of {}, not {}", strategy_, workers_,
                             ranges_.size(), workers_ + static_cast<int>(ranges_.size()), comm_.size()));
   pulled_.assign(ranges_.size(), 0);
-  if (codec.name != "none")
+  if (compresses(codec.choice))
     for (const auto& r : ranges_) codecs_.push_back(make_codec(codec, codec_range(layout, r.begin, r.end), worker()));
 }
 

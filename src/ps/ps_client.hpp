@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "compress/codec.hpp"
+#include "compress/codec_registry.hpp"
 #include "core/flat_layout.hpp"
 #include "ps/ps_protocol.hpp"
 #include "ps/server_stats.hpp"

@@ -9,10 +9,10 @@
 namespace ptrain {
 
 std::vector<ShardRange> shard_ranges(size_t num_params, int servers) {
-  if (servers < 1) throw Error(fmt::format("--servers must be at least 1 (got {})", servers));
+  if (servers < 1) throw Error(fmt::format("strategy.servers must be at least 1 (got {})", servers));
   const auto s = static_cast<size_t>(servers);
   if (num_params < s)
-    throw Error(fmt::format("--servers {}: the model has only {} parameter(s), fewer than the servers",
+    throw Error(fmt::format("strategy.servers {}: the model has only {} parameter(s), fewer than the servers",
                             servers, num_params));
   const size_t base = num_params / s, larger = num_params % s;
   std::vector<ShardRange> ranges(s);

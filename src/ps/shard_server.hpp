@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "compress/codec.hpp"
+#include "compress/codec_registry.hpp"
 #include "optim/optimizer.hpp"
 #include "ps/ps_protocol.hpp"
 #include "ps/server_stats.hpp"

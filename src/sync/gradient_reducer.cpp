@@ -28,7 +28,7 @@ GradientReducer::GradientReducer(Communicator& comm, AllreduceAlgorithm algorith
     for (size_t s = buckets_[b].first_segment; s <= buckets_[b].last_segment; ++s) bucket_of_segment_[s] = b;
     segments_in_bucket_[b] = buckets_[b].last_segment - buckets_[b].first_segment + 1;
   }
-  if (codec.name != "none")
+  if (compresses(codec.choice))
     for (const auto& bucket : buckets_) {
       CodecRange range{bucket.count, {}};
       for (size_t s = bucket.first_segment; s <= bucket.last_segment; ++s) {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "compress/codec.hpp"
+#include "compress/codec_registry.hpp"
 #include "sync/gradient_buckets.hpp"
 
 namespace ptrain {

@@ -1,18 +1,25 @@
 #include "sync/hybrid_allreduce.hpp"
 
+#include <fmt/format.h>
+
 #include <cstddef>
 
 namespace ptrain {
 
-HybridAllreduce::HybridAllreduce(Model& model, Communicator& comm, const StrategyConfig& config)
-    : model_(model), comm_(comm), optimizer_(make_optimizer(config.optimizer, model.params().size())) {
+std::unique_ptr<StrategyGroup> HybridOptions::make_group(const StrategyConfig& config, size_t, int) const {
+  return std::make_unique<HybridGroup>(*this, config);
+}
+
+HybridAllreduce::HybridAllreduce(Model& model, Communicator& comm, const HybridOptions& options,
+                                 const StrategyConfig& config)
+    : model_(model), comm_(comm), options_(options), optimizer_(make_optimizer(config.optimizer, model.params().size())) {
   // Overlap needs the model to say when each gradient is final; otherwise the
   // buckets go after backward.
-  const bool overlap = config.overlap && model_.set_gradient_ready_hook(
-                                             [this](size_t segment) { reducer_->segment_ready(segment); });
+  overlapping_ = options.overlap && model_.set_gradient_ready_hook(
+                                        [this](size_t segment) { reducer_->segment_ready(segment); });
   try {
-    reducer_ = std::make_unique<GradientReducer>(comm_, config.allreduce, model_.grads(), model_.layout(),
-                                                 config.bucket_bytes, overlap, config.codec);
+    reducer_ = std::make_unique<GradientReducer>(comm_, options.allreduce, model_.grads(), model_.layout(),
+                                                 options.bucket_size.bytes, overlapping_, config.codec);
   } catch (...) {
     model_.set_gradient_ready_hook({});  // the model outlives this half-built strategy
     throw;
@@ -33,6 +40,12 @@ float HybridAllreduce::step(const Batch& batch, const StepInfo& info) {
   reducer_->finish_step();  // the mean gradient, in grads()
   optimizer_->step(model_.params(), model_.grads());
   return loss;
+}
+
+std::vector<std::pair<std::string, std::string>> HybridAllreduce::notes() const {
+  return {{"all-reduce", fmt::format("{} in {} bucket(s) of at most {}, overlap with backward {}",
+                                     enum_name(options_.allreduce), reducer_->bucket_count(),
+                                     human_bytes(options_.bucket_size.bytes), overlapping_ ? "on" : "off")}};
 }
 
 }  // namespace ptrain

@@ -3,34 +3,66 @@
 // mini-batch, the G gradients are averaged with an all-reduce, and every
 // replica applies the same update, so all replicas stay identical. It behaves
 // as one worker with a G times larger batch.
+#include <string_view>
+
+#include "core/fields.hpp"
 #include "sync/gradient_reducer.hpp"
 #include "sync/strategy.hpp"
 
 namespace ptrain {
 
+template <>
+struct EnumText<AllreduceAlgorithm> {
+  static constexpr std::array<std::string_view, 4> names = {"native", "ring", "hd", "tree"};
+};
+
+struct HybridOptions {
+  static constexpr std::string_view name = "hybrid";
+  static constexpr std::string_view summary =
+      "synchronous data parallelism: the mean gradient by all-reduce, every replica the same update";
+  static constexpr bool takes_codec = true;   // gradients are exchanged, so they may be compressed
+  static constexpr bool distributed = true;   // runs on MPI ranks too
+  AllreduceAlgorithm allreduce = AllreduceAlgorithm::Native;
+  ByteSize bucket_size{size_t{25} << 20};  // PyTorch DDP's default
+  bool overlap = true;
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit("allreduce", s.allreduce, "the gradient all-reduce: native (the backend's own), ring, hd or tree", Range{});
+    visit("bucket_size", s.bucket_size, "gradients are all-reduced in buckets of this size, last layers first",
+          Range{});
+    visit("overlap", s.overlap, "start each bucket's all-reduce while backward still runs (LibTorch models)",
+          Range{});
+  }
+  std::unique_ptr<StrategyGroup> make_group(const StrategyConfig& config, size_t num_params, int workers) const;
+};
+
 class HybridAllreduce : public WorkerStrategy {
  public:
-  HybridAllreduce(Model& model, Communicator& comm, const StrategyConfig& config);
+  HybridAllreduce(Model& model, Communicator& comm, const HybridOptions& options, const StrategyConfig& config);
   ~HybridAllreduce() override;
   void start() override;
   float step(const Batch& batch, const StepInfo& info) override;
   CodecStats codec_stats() const override { return reducer_->codec_stats(); }
+  std::vector<std::pair<std::string, std::string>> notes() const override;
 
  private:
   Model& model_;
   Communicator& comm_;
+  HybridOptions options_;
+  bool overlapping_ = false;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<GradientReducer> reducer_;
 };
 
 class HybridGroup : public StrategyGroup {
  public:
-  explicit HybridGroup(StrategyConfig config) : config_(std::move(config)) {}
+  HybridGroup(HybridOptions options, StrategyConfig config) : options_(options), config_(std::move(config)) {}
   std::unique_ptr<WorkerStrategy> for_worker(Model& model, Communicator& comm) override {
-    return std::make_unique<HybridAllreduce>(model, comm, config_);
+    return std::make_unique<HybridAllreduce>(model, comm, options_, config_);
   }
 
  private:
+  HybridOptions options_;
   StrategyConfig config_;
 };
 

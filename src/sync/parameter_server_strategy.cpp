@@ -12,30 +12,57 @@
 
 namespace ptrain {
 
-void validate_parameter_server_config(const StrategyConfig& c, int workers) {
-  const std::string& name = c.name;
-  if (c.servers < 1) throw Error(fmt::format("--servers must be at least 1 (got {})", c.servers));
-  if (name == "ps-backup" && (c.backup < 1 || c.backup >= workers))
-    throw Error(fmt::format("--backup {}: ps-backup needs 1 <= b < W = {} (each update takes W - b gradients)",
-                            c.backup, workers));
-  const bool asynchronous = name == "ssp" || name == "async";
-  if (!asynchronous && c.stale_policy.kind != StalePolicy::Kind::None)
-    throw Error("--stale-policy " + to_string(c.stale_policy) + ": only ssp and async apply stale gradients");
-  if (!asynchronous && c.warmup_single > 0)
-    throw Error("--warmup-single: only ssp and async start with a single worker");
-  if (name != "async" && c.async_lr_divide) throw Error("--async-lr-divide: only for --strategy async");
+void SspOptions::check(int, const std::string& prefix, Problems& problems) const {
+  try {
+    parse_stale_policy(stale_policy);
+  } catch (const Error&) {
+    problems.add(prefix + "stale_policy", "expected none, drop:T (T a whole number of updates) or scale, got '" +
+                                              stale_policy + "'");
+  }
 }
 
-ParameterServerGroup::ParameterServerGroup(StrategyConfig config, size_t num_params, int workers)
-    : config_(std::move(config)), workers_(workers) {
-  validate_parameter_server_config(config_, workers);
-  if (config_.steps_per_epoch == 0 || config_.total_steps == 0) throw Error(config_.name + ": the run has no steps");
-  ranges_ = shard_ranges(num_params, config_.servers);
-  if (config_.async_lr_divide) config_.optimizer.lr /= static_cast<float>(workers);
+void AsyncOptions::check(int workers, const std::string& prefix, Problems& problems) const {
+  SspOptions ssp;
+  ssp.stale_policy = stale_policy;
+  ssp.check(workers, prefix, problems);
+}
+
+ServerMode SspOptions::mode() const {
+  ServerMode m = ServerMode::of(name, servers);
+  m.aggregated = false;
+  m.staleness_bound = staleness;
+  m.stale_policy = parse_stale_policy(stale_policy);
+  m.warmup_single = warmup_single;
+  return m;
+}
+
+ServerMode AsyncOptions::mode() const {
+  ServerMode m = ServerMode::of(name, servers);
+  m.aggregated = false;
+  m.workers_may_leave = true;
+  m.stale_policy = parse_stale_policy(stale_policy);
+  m.warmup_single = warmup_single;
+  m.lr_divide = async_lr_divide;
+  return m;
+}
+
+std::unique_ptr<StrategyGroup> make_parameter_server_group(const ServerMode& mode, const StrategyConfig& config,
+                                                           size_t num_params, int workers) {
+  return std::make_unique<ParameterServerGroup>(mode, config, num_params, workers);
+}
+
+ParameterServerGroup::ParameterServerGroup(ServerMode mode, StrategyConfig config, size_t num_params, int workers)
+    : mode_(std::move(mode)), config_(std::move(config)), workers_(workers) {
+  if (mode_.servers < 1) throw Error(fmt::format("{}: needs at least one server shard (got {})", mode_.name, mode_.servers));
+  if (mode_.backup < 0 || mode_.backup >= workers)
+    throw Error(fmt::format("{}: backup {} needs 0 <= b < W = {}", mode_.name, mode_.backup, workers));
+  if (config_.steps_per_epoch == 0 || config_.total_steps == 0) throw Error(mode_.name + ": the run has no steps");
+  ranges_ = shard_ranges(num_params, mode_.servers);
+  if (mode_.lr_divide) config_.optimizer.lr /= static_cast<float>(workers);
 }
 
 std::unique_ptr<WorkerStrategy> ParameterServerGroup::for_worker(Model&, Communicator&) {
-  throw Error(config_.name + ": needs server shards besides the workers (a communicator that joins them)");
+  throw Error(mode_.name + ": needs server shards besides the workers (a communicator that joins them)");
 }
 
 std::unique_ptr<WorkerStrategy> ParameterServerGroup::for_worker_with_servers(Model& model, Communicator&,
@@ -46,28 +73,26 @@ std::unique_ptr<WorkerStrategy> ParameterServerGroup::for_worker_with_servers(Mo
 void ParameterServerGroup::serve(Communicator& with_servers, int shard, const FlatLayout& layout) {
   const ShardRange range = ranges_.at(static_cast<size_t>(shard));
   ShardConfig c;
-  c.strategy = config_.name;
+  c.strategy = mode_.name;
   c.shard = shard;
   c.workers = workers_;
   c.range = range;
   c.optimizer = config_.optimizer;
   c.codec = config_.codec;
   c.codec_range = codec_range(layout, range.begin, range.end);
-  c.aggregated = aggregated();
-  c.gradients_per_update = static_cast<size_t>(workers_ - (config_.name == "ps-backup" ? config_.backup : 0));
-  c.staleness_rule = staleness_rule(config_.stale_policy);
+  c.aggregated = mode_.aggregated;
+  c.gradients_per_update = static_cast<size_t>(workers_ - mode_.backup);
+  c.staleness_rule = staleness_rule(mode_.stale_policy);
   c.timeout = config_.timeout;
   std::unique_ptr<StepCoordinator> coordinator;
   if (shard == 0) {
-    if (aggregated())
-      coordinator = std::make_unique<SynchronousCoordinator>(
-          workers_, config_.name == "ps-backup" ? config_.backup : 0, config_.steps_per_epoch,
-          config_.total_steps, config_.time_limit_seconds);
+    if (mode_.aggregated)
+      coordinator = std::make_unique<SynchronousCoordinator>(workers_, mode_.backup, config_.steps_per_epoch,
+                                                             config_.total_steps, config_.time_limit_seconds);
     else
-      coordinator = std::make_unique<BoundedStalenessCoordinator>(
-          workers_, config_.steps_per_epoch, config_.total_steps,
-          config_.name == "ssp" ? std::optional<uint64_t>(config_.staleness) : std::nullopt,
-          config_.warmup_single, config_.time_limit_seconds);
+      coordinator = std::make_unique<BoundedStalenessCoordinator>(workers_, config_.steps_per_epoch,
+                                                                  config_.total_steps, mode_.staleness_bound,
+                                                                  mode_.warmup_single, config_.time_limit_seconds);
   }
   with_servers.set_waiting(Communicator::Waiting::Nap);  // a shard mostly waits for its workers
   ShardServer(with_servers, std::move(c), std::move(coordinator)).serve();
@@ -77,7 +102,7 @@ ParameterServerWorker::ParameterServerWorker(const ParameterServerGroup& group, 
                                              Communicator& with_servers)
     : group_(group),
       model_(model),
-      client_(with_servers, group.workers_, group.ranges_, group.config_.codec, model.layout(), group.config_.name,
+      client_(with_servers, group.workers_, group.ranges_, group.config_.codec, model.layout(), group.mode_.name,
               2 * group.config_.timeout) {
   with_servers.set_waiting(Communicator::Waiting::Nap);  // a worker mostly waits for its shards
 }
@@ -113,18 +138,18 @@ void ParameterServerWorker::pull_same_version(uint64_t min_version) {
 }
 
 float ParameterServerWorker::step(const Batch& batch, const StepInfo& info) {
-  if (group_.aggregated())
+  if (group_.mode_.aggregated)
     pull_same_version(min_version_);
   else
     client_.pull(model_.params(), min_version_, 0);
   const float loss = model_.forward_backward(batch);
   // A diverged worker must not spoil the shared parameters for the others.
   if (!std::isfinite(loss))
-    throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower --lr); its gradient "
+    throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower learning rate); its gradient "
                             "was not pushed",
                             client_.worker(), loss, info.step + 1));
   // ps-backup: only the first W - b gradients for a version are sent at all.
-  if (group_.config_.name == "ps-backup" && !client_.claim(client_.pulled_version(0))) {
+  if (group_.mode_.backup > 0 && !client_.claim(client_.pulled_version(0))) {
     holding_ticket_ = false;
     return loss;
   }
@@ -136,7 +161,7 @@ float ParameterServerWorker::step(const Batch& batch, const StepInfo& info) {
 void ParameterServerWorker::sync_for_evaluation() { client_.pull(model_.params(), 0, epoch_received_); }
 
 bool ParameterServerWorker::leave() {
-  if (group_.config_.name != "async") return false;
+  if (!group_.mode_.workers_may_leave) return false;
   client_.leave(holding_ticket_);
   holding_ticket_ = false;
   return true;

@@ -10,27 +10,24 @@
 
 #include "ps/ps_client.hpp"
 #include "ps/shard_ranges.hpp"
+#include "sync/parameter_server_options.hpp"
 #include "sync/strategy.hpp"
 
 namespace ptrain {
 
-// Throws ptrain::Error naming the first option a parameter-server run cannot take.
-void validate_parameter_server_config(const StrategyConfig& config, int workers);
-
 class ParameterServerGroup : public StrategyGroup {
  public:
-  // Throws ptrain::Error for impossible settings (naming the option).
-  ParameterServerGroup(StrategyConfig config, size_t num_params, int workers);
+  // Throws ptrain::Error for impossible settings.
+  ParameterServerGroup(ServerMode mode, StrategyConfig config, size_t num_params, int workers);
   std::unique_ptr<WorkerStrategy> for_worker(Model& model, Communicator& comm) override;
-  int servers() const override { return config_.servers; }
+  int servers() const override { return mode_.servers; }
   std::unique_ptr<WorkerStrategy> for_worker_with_servers(Model& model, Communicator& comm,
                                                           Communicator& with_servers) override;
   void serve(Communicator& with_servers, int shard, const FlatLayout& layout) override;
 
  private:
   friend class ParameterServerWorker;
-  bool aggregated() const { return config_.name == "ps-sync" || config_.name == "ps-backup"; }
-
+  ServerMode mode_;
   StrategyConfig config_;
   int workers_;
   std::vector<ShardRange> ranges_;

@@ -8,6 +8,11 @@
 
 namespace ptrain {
 
+std::unique_ptr<StrategyGroup> SequentialOptions::make_group(const StrategyConfig& config, size_t num_params,
+                                                             int workers) const {
+  return std::make_unique<SequentialGroup>(config, num_params, workers);
+}
+
 SequentialGroup::SequentialGroup(const StrategyConfig& config, size_t num_params, int workers)
     : central_(num_params),
       optimizer_(make_optimizer(config.optimizer, num_params)),

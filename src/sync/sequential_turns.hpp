@@ -6,11 +6,23 @@
 // worker computes at any moment.
 #include <condition_variable>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "sync/strategy.hpp"
 
 namespace ptrain {
+
+struct SequentialOptions {
+  static constexpr std::string_view name = "sequential";
+  static constexpr std::string_view summary =
+      "the synchronous baseline: one central model, workers take turns (threads of one process only)";
+  static constexpr bool takes_codec = false;  // nothing goes on a wire
+  static constexpr bool distributed = false;  // the turns are taken under one lock, in one process
+  template <class Self, class Visit>
+  static void fields(Self&, Visit&&) {}
+  std::unique_ptr<StrategyGroup> make_group(const StrategyConfig& config, size_t num_params, int workers) const;
+};
 
 class SequentialGroup : public StrategyGroup {
  public:

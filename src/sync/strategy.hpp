@@ -3,16 +3,16 @@
 // parameter version (DESIGN.md). It drives a Model, a Communicator and an
 // Optimizer and owns none of their code.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "compress/codec.hpp"
+#include "compress/codec_registry.hpp"
 #include "core/model.hpp"
 #include "optim/optimizer.hpp"
 #include "ps/server_stats.hpp"
-#include "sync/stale_policy.hpp"
 
 namespace ptrain {
 
@@ -43,41 +43,20 @@ class WorkerStrategy {
   virtual void finish() {}
   // On worker 0 after finish(): what each parameter-server shard recorded.
   virtual std::vector<ServerStats> server_stats() const { return {}; }
+  // What the summary should say of this strategy's run, as (label, text) lines.
+  virtual std::vector<std::pair<std::string, std::string>> notes() const { return {}; }
 };
 
+// What a run gives its strategy, whichever it is.
 struct StrategyConfig {
-  std::string name = "hybrid";  // strategy_names()
   OptimizerConfig optimizer;
-  AllreduceAlgorithm allreduce = AllreduceAlgorithm::Native;  // hybrid's gradient all-reduce
-  size_t bucket_bytes = size_t{25} << 20;                     // gradient buckets, as PyTorch DDP's default
-  bool overlap = true;                                        // all-reduce buckets while backward still runs
-  CodecConfig codec;                                          // gradient compression (hybrid)
+  CodecConfig codec;  // gradient compression (strategies that exchange gradients)
   // How long a worker waits on the others (a collective, a turn) before failing.
   std::chrono::milliseconds timeout{60000};
-
-  // Parameter servers (ps-sync, ps-backup, ssp, async).
-  int servers = 1;              // shards
-  int backup = 1;               // ps-backup: b, the gradients an update does without
-  uint64_t staleness = 2;       // ssp: s
-  StalePolicy stale_policy;     // ssp and async
-  uint64_t warmup_single = 0;   // ssp and async: only worker 0 trains for the first N gradients
-  bool async_lr_divide = false; // async: the learning rate divided by W
-  size_t steps_per_epoch = 0;   // per worker; set by the trainer
-  size_t total_steps = 0;       // per worker over the run (--max-steps may cut the last epoch short)
-  double time_limit_seconds = 0;  // parameter servers: end the run after this much training time (0: none)
+  size_t steps_per_epoch = 0;     // per worker; set by the trainer
+  size_t total_steps = 0;         // per worker over the run (--max-steps may cut the last epoch short)
+  double time_limit_seconds = 0;  // strategies that stop on time: end the run after this much training (0: none)
 };
-
-// True for the strategies that run on parameter-server shards.
-bool uses_parameter_servers(const std::string& strategy);
-
-// The configuration a run really uses. DGC's momentum correction takes the
-// momentum over from a momentum optimizer (the codec accumulates the velocity,
-// the optimizer becomes plain SGD with the same learning rate and weight
-// decay); with any other optimizer the correction is off.
-StrategyConfig effective_strategy_config(StrategyConfig config);
-
-// The names --strategy accepts now.
-const std::vector<std::string>& strategy_names();
 
 // State shared by all the workers of one run, and the factory of their sides.
 class StrategyGroup {
@@ -98,13 +77,16 @@ class StrategyGroup {
   virtual void abort(const std::string& /*reason*/) {}
 };
 
-// Throws ptrain::Error naming the first impossible option (unknown strategy,
-// a codec or parameter-server option the strategy cannot take, ...): what
-// make_strategy_group checks before it needs the model or the data.
-void validate_strategy_config(const StrategyConfig& config, int workers);
+// Builds a run's StrategyGroup: a strategy's options struct bound to its
+// make_group (see strategy_factory), so the trainer never names a strategy.
+using StrategyFactory =
+    std::function<std::unique_ptr<StrategyGroup>(const StrategyConfig& config, size_t num_params, int workers)>;
 
-// Throws ptrain::Error for an unknown name.
-std::unique_ptr<StrategyGroup> make_strategy_group(const StrategyConfig& config, size_t num_params,
-                                                   int workers);
+template <class Options>
+StrategyFactory strategy_factory(Options options) {
+  return [options](const StrategyConfig& config, size_t num_params, int workers) {
+    return options.make_group(config, num_params, workers);
+  };
+}
 
 }  // namespace ptrain

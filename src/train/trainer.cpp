@@ -38,7 +38,8 @@ class FirstError {
 void validate(const TrainConfig& c, const Dataset& train_set) {
   if (c.workers < 1) throw Error(fmt::format("--workers must be at least 1 (got {})", c.workers));
   if (c.batch < 1) throw Error("--batch must be at least 1");
-  if (c.epochs < 1 && c.max_steps == 0) throw Error("--epochs must be at least 1");
+  if (!(c.epochs > 0) && c.max_steps == 0) throw Error("train: epochs must be > 0");
+  if (!c.make_strategy) throw Error("train: no strategy given");
   if (train_set.size() == 0) throw Error("training set '" + train_set.name() + "' is empty");
   // The batch against the shard is checked by ShardedSampler, which run_shape()
   // builds before any replica exists.
@@ -60,8 +61,10 @@ RunShape run_shape(const TrainConfig& config, const Dataset& train_set) {
   shape.steps_per_epoch =
       ShardedSampler(train_set.size(), static_cast<size_t>(config.workers), 0, config.batch, shape.data_seed)
           .batches_per_epoch();
-  shape.total_steps = shape.steps_per_epoch * config.epochs;
-  if (config.max_steps > 0 && (config.epochs == 0 || config.max_steps < shape.total_steps))
+  shape.total_steps = config.epochs > 0 ? std::max<size_t>(1, static_cast<size_t>(std::llround(
+                                                                   config.epochs * static_cast<double>(shape.steps_per_epoch))))
+                                         : 0;
+  if (config.max_steps > 0 && (shape.total_steps == 0 || config.max_steps < shape.total_steps))
     shape.total_steps = config.max_steps;
   shape.epochs = (shape.total_steps + shape.steps_per_epoch - 1) / shape.steps_per_epoch;
   return shape;
@@ -118,9 +121,10 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
                             workers};
         const float loss = side->step(batch, info);
         if (!std::isfinite(loss))
-          throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower --lr)", rank,
+          throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower learning rate)", rank,
                                   loss, step + 1));
         losses.push_back(loss);
+        if (rank == 0) result.step_seconds.push_back(static_cast<float>(result.train_seconds + epoch_clock.seconds()));
         ++step;
         running += loss;
         const size_t b = losses.size();
@@ -217,6 +221,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   for (const auto& bytes : all_left)
     if (!bytes.empty()) result.left.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   result.servers = side->server_stats();
+  result.notes = side->notes();
   for (const auto& bytes : all) {
     CommStats s;
     std::memcpy(&s, bytes.data(), sizeof s);
@@ -251,7 +256,7 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
   const RunShape shape = run_shape(config, train_set);
   std::vector<std::unique_ptr<Model>> replicas;
   for (int r = 0; r < workers; ++r) replicas.push_back(make_replica());
-  auto strategy = make_strategy_group(strategy_config(config, shape), replicas[0]->params().size(), workers);
+  auto strategy = config.make_strategy(strategy_config(config, shape), replicas[0]->params().size(), workers);
   const int servers = strategy->servers();
   auto group = std::make_shared<LocalGroup>(workers, config.comm_timeout);
   // With parameter servers, the shards are threads W..W+S-1 of a second group.
@@ -307,13 +312,12 @@ RunResult train_with(Communicator& comm, Communicator* with_servers, const Train
   Stopwatch wall;
   const RunShape shape = run_shape(config, train_set);
   auto model = make_replica();
-  auto strategy = make_strategy_group(strategy_config(config, shape), model->params().size(), comm.size());
+  auto strategy = config.make_strategy(strategy_config(config, shape), model->params().size(), comm.size());
   if (strategy->servers() > 0 && !with_servers)
-    throw Error("--strategy " + config.strategy.name + ": needs server shards besides the workers");
+    throw Error("train: this strategy needs server shards besides the workers");
   if (with_servers && with_servers->size() != comm.size() + strategy->servers())
-    throw Error(fmt::format("--servers {}: {} workers and {} shards need {} ranks, not {}", strategy->servers(),
-                            comm.size(), strategy->servers(), comm.size() + strategy->servers(),
-                            with_servers->size()));
+    throw Error(fmt::format("train: {} workers and {} server shards need {} ranks, not {}", comm.size(),
+                            strategy->servers(), comm.size() + strategy->servers(), with_servers->size()));
   RunResult result;
   run_worker(config, shape, train_set, test_set, *model, *strategy, comm, with_servers, callbacks, result);
   finish(config, result);
@@ -340,11 +344,10 @@ void serve_on(Communicator& with_servers, const TrainConfig& config, const Datas
   validate(config, train_set);
   const RunShape shape = run_shape(config, train_set);
   auto model = make_replica();  // for the layout of the flat buffer, which the codecs need
-  auto strategy = make_strategy_group(strategy_config(config, shape), model->params().size(), config.workers);
+  auto strategy = config.make_strategy(strategy_config(config, shape), model->params().size(), config.workers);
   if (with_servers.size() != config.workers + strategy->servers())
-    throw Error(fmt::format("--servers {}: {} workers and {} shards need {} ranks, not {}", strategy->servers(),
-                            config.workers, strategy->servers(), config.workers + strategy->servers(),
-                            with_servers.size()));
+    throw Error(fmt::format("train: {} workers and {} server shards need {} ranks, not {}", config.workers,
+                            strategy->servers(), config.workers + strategy->servers(), with_servers.size()));
   strategy->serve(with_servers, with_servers.rank() - config.workers, model->layout());
 }
 

@@ -15,10 +15,11 @@
 namespace ptrain {
 
 struct TrainConfig {
-  StrategyConfig strategy;
+  StrategyFactory make_strategy;  // e.g. strategy_factory(HybridOptions{})
+  StrategyConfig strategy;        // what the run gives it: optimizer, codec, ...
   int workers = 1;
   size_t batch = 64;  // per worker
-  size_t epochs = 1;
+  double epochs = 1;  // fractions allowed: the run then ends within its last epoch
   uint64_t seed = 42;     // data order (the model's init seed is in its own config)
   size_t max_steps = 0;   // stop after this many steps in all (0: run every epoch to the end)
   size_t log_every = 10;  // record the loss every k steps
@@ -57,11 +58,17 @@ struct RunResult {
   std::vector<ServerStats> servers;   // per parameter-server shard (empty without servers)
   std::vector<size_t> worker_steps;   // steps each worker took (they differ under ssp and async)
   std::vector<std::string> left;      // async: the workers that failed and left, and why
+  std::vector<std::pair<std::string, std::string>> notes;  // what the strategy says of the run (summary lines)
+  std::vector<float> step_seconds;    // worker 0's training time at the end of each of its steps
   size_t steps = 0;          // per worker; under ssp and async, the most any worker took
   size_t samples = 0;        // samples processed by all workers
   double train_seconds = 0;  // evaluation excluded
   double wall_seconds = 0;
   double samples_per_s = 0;
+  // What ran: filled by run() (run/run.hpp).
+  std::string model;
+  size_t parameters = 0;
+  size_t train_samples = 0, test_samples = 0;
 };
 
 struct Progress {

@@ -25,40 +25,51 @@ struct BadOption {
 TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
   test::ScratchDir empty;
   const std::vector<BadOption> cases = {
-      {"--lr 0", "--lr must be > 0"},
+      {"--lr 0", "--lr must be > 0 (got 0)"},
       {"--lr -0.5", "--lr must be > 0"},
-      {"--workers 0", "--workers must be at least 1"},
+      {"--workers -1", "--workers must be >= 0 (got -1)"},
+      {"--workers many", "--workers: expected an integer, got 'many'"},
+      {"--epochs -1", "--epochs must be > 0 (got -1)"},
+      {"--batch -1", "--batch: must not be negative, got '-1'"},
       {"--model resnet9000", "--model: unknown model 'resnet9000'"},
       {"--strategy gossip", "--strategy: unknown strategy 'gossip'"},
-      {"--optimizer rmsprop", "rmsprop"},
-      {"--allreduce gossip", "--allreduce: unknown algorithm 'gossip'"},
-      {"--bucket-size 0", "--bucket-size '0': expected a positive size"},
-      {"--bucket-size 12XB", "--bucket-size '12XB'"},
+      {"--strategy hybird", "did you mean hybrid?"},
+      {"--optimizer rmsprop", "--optimizer: unknown optimizer 'rmsprop'"},
+      {"--allreduce gossip", "--allreduce: expected one of native, ring, hd, tree, got 'gossip'"},
+      {"--bucket-size 0", "--bucket-size: expected a positive size such as 25MiB"},
+      {"--bucket-size 12XB", "got '12XB'"},
       {"--compress zip", "--compress: unknown codec 'zip'"},
-      {"--compress dgc --dgc-density 0", "--dgc-density must be in (0, 1]"},
-      {"--compress topk --topk-ratio 1.5", "--topk-ratio must be in (0, 1]"},
-      {"--compress int8 --int8-rounding up", "--int8-rounding: unknown rounding 'up'"},
-      {"--compress fp16 --strategy sequential", "--compress fp16: the sequential strategy does not compress gradients"},
-      {"--strategy ps-backup --workers 4 --backup 4", "--backup 4: ps-backup needs 1 <= b < W = 4"},
+      {"--compress dgc --dgc-density 0", "--dgc-density must be in (0, 1] (got 0)"},
+      {"--compress topk --topk-ratio 1.5", "--topk-ratio must be in (0, 1] (got 1.5)"},
+      {"--compress int8 --int8-rounding up", "--int8-rounding: expected one of nearest, stochastic, got 'up'"},
+      {"--compress fp16 --strategy sequential", "--compress: the sequential strategy exchanges no gradients"},
+      {"--compress dgc --dgc-momentum-correction on", "--dgc-momentum-correction on needs the momentum optimizer"},
+      {"--dgc-density 0.01", "--dgc-density: compress none has no such option (it is for compress dgc)"},
+      {"--strategy ps-backup --workers 4 --backup 4", "--backup must be below the 4 workers"},
       {"--strategy ps-sync --servers 0", "--servers must be at least 1 (got 0)"},
-      {"--strategy async --stale-policy drop:x", "--stale-policy 'drop:x': expected none, drop:T"},
-      {"--strategy ps-sync --stale-policy scale", "--stale-policy scale: only ssp and async"},
-      {"--strategy ssp --async-lr-divide", "--async-lr-divide: only for --strategy async"},
-      {"--strategy hybrid --time-limit 5", "--time-limit: only the parameter-server strategies"},
-      {"--workers 4 --straggler 9:2", "--straggler '9:2': no worker 9 among 4 workers"},
+      {"--strategy async --stale-policy drop:x", "--stale-policy expected none, drop:T"},
+      {"--strategy ps-sync --stale-policy scale", "--stale-policy: strategy ps-sync has no such option (it is for strategy ssp, async)"},
+      {"--strategy ssp --async-lr-divide", "--async-lr-divide: strategy ssp has no such option"},
+      {"--strategy hybrid --time-limit 5", "--time-limit applies to the strategies that stop on time"},
+      {"--momentum 0.5", "--momentum: optimizer adam has no such option (it is for optimizer momentum, nesterov)"},
+      {"--optimizer sgd --beta1 0.5", "--beta1: optimizer sgd has no such option"},
+      {"--workers 4 --straggler 9:2", "--straggler is no worker among 4 workers (got 9)"},
       {"--straggler 1:0.5", "--straggler '1:0.5': expected RANK:FACTOR with FACTOR >= 1"},
       {"--straggler fast", "--straggler 'fast'"},
-      {"--hidden 128,,64", "--hidden '128,,64'"},
-      {"--momentum 1.5 --optimizer momentum", "--momentum"},
-      {"--weight-decay -1", "--weight-decay"},
-      {"--epochs 0", "--epochs must be at least 1"},
-      {"--batch 0", "--batch must be at least 1"},
+      {"--hidden 128,,64", "--hidden: expected positive integers separated by commas, got '128,,64'"},
+      {"--momentum 1.5 --optimizer momentum", "--momentum must be in [0, 1) (got 1.5)"},
+      {"--weight-decay -1", "--weight-decay must be >= 0 (got -1)"},
+      {"--comm-timeout inf", "--comm-timeout must be in (0, 1e+06] (got inf)"},
+      {"--comm-timeout 1e300", "--comm-timeout must be in (0, 1e+06] (got 1e+300)"},
       {"--data " + empty.path().string(), "missing train-images-idx3-ubyte"},
       {"--data /no/such/dir", "/no/such/dir"},
       {"--report /no/such/dir/r.json", "--report /no/such/dir/r.json"},
-      {"--workers 4 --train-samples 100 --batch 26", "--batch 26 is larger than each worker's shard of 25"},
+      {"--config /no/such/plan.json", "/no/such/plan.json: no such file"},
+      {"--workers 4 --train-samples 100 --batch 26", "larger than each worker's shard of 25"},
       {"--no-such-flag", "--no-such-flag"},
-      {"--workers many", "--workers"},
+      {"--worker 2", "did you mean --workers?"},
+      // Every problem at once, on one line.
+      {"--lr 0 --epochs 0 --batch 0", "--lr must be > 0 (got 0); --batch must be at least 1 (got 0); --epochs must be > 0"},
   };
   for (const auto& c : cases) {
     const Outcome o = run_ptrain("train " + c.args);
@@ -73,12 +84,30 @@ TEST(PtrainCli, HelpListsEveryOptionWithItsDefault) {
   const Outcome o = run_ptrain("train --help");
   EXPECT_EQ(o.exit_code, 0);
   for (const char* option : {"--model", "--workers", "--strategy", "--optimizer", "--lr", "--momentum",
-                             "--weight-decay", "--batch", "--epochs", "--seed", "--data", "--report"})
+                             "--weight-decay", "--batch", "--epochs", "--seed", "--data", "--report", "--config",
+                             "--compress", "--dgc-density", "--staleness", "--quiet"})
     EXPECT_NE(o.out.find(option), std::string::npos) << option;
-  EXPECT_NE(o.out.find("adam"), std::string::npos);
-  EXPECT_NE(o.out.find("0.001"), std::string::npos);
+  // Every registered kind is listed, and the switches that are on by default say so.
+  for (const char* kind : {"hybrid", "sequential", "ps-sync", "ps-backup", "ssp", "async", "fp16", "int8", "topk",
+                           "dgc", "mlp", "cnn", "softmax", "sgd", "nesterov", "adam", "fashion-mnist"})
+    EXPECT_NE(o.out.find(std::string(kind) + ": "), std::string::npos) << kind;
+  EXPECT_NE(o.out.find("[default sgd, momentum, nesterov: 0.01; adam: 0.001]"), std::string::npos) << o.out;
+  for (const char* on : {"--overlap", "--pin", "--standardize", "--dgc-masking"}) {
+    const size_t at = o.out.find(std::string(on) + " ");
+    ASSERT_NE(at, std::string::npos) << on;
+    EXPECT_NE(o.out.substr(at, o.out.find('\n', o.out.find('\n', at) + 1) - at).find("[default: true]"),
+              std::string::npos)
+        << on;
+  }
+  EXPECT_EQ(o.out.find("{false}"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("/usr/share/datasets/fashion-mnist"), std::string::npos);
   EXPECT_EQ(run_ptrain("--help").exit_code, 0);
+  const Outcome version = run_ptrain("--version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.out.find("ptrain 0."), std::string::npos) << version.out;
+  const Outcome typo = run_ptrain("trian");
+  EXPECT_NE(typo.exit_code, 0);
+  EXPECT_NE(typo.err.find("did you mean train?"), std::string::npos) << typo.err;
 }
 
 TEST(PtrainCli, TrainsAndWritesTheRunReport) {
@@ -92,8 +121,15 @@ TEST(PtrainCli, TrainsAndWritesTheRunReport) {
   EXPECT_NE(o.out.find("summary"), std::string::npos) << o.out;
   std::ifstream in(report);
   const auto json = nlohmann::json::parse(in);
-  EXPECT_EQ(json["config"]["workers"], 2);
-  EXPECT_EQ(json["config"]["model"], "mlp");
+  EXPECT_EQ(json["schema_version"], 1);
+  EXPECT_EQ(json["plan"]["run"]["workers"], 2);
+  EXPECT_EQ(json["run"]["workers"], 2);
+  EXPECT_EQ(json["plan"]["model"]["name"], "mlp");
+  EXPECT_EQ(json["run"]["model"], "mlp");
+  EXPECT_FALSE(json["started_at"].get<std::string>().empty());
+  EXPECT_EQ(json["command_line"][1], "train");
+  EXPECT_GT(json["host"]["cores"].get<int>(), 0);
+  EXPECT_GT(json["loss_curve"][1]["seconds"].get<double>(), 0.0);
   EXPECT_EQ(json["epochs"].size(), 2u);
   EXPECT_EQ(json["loss_curve"][0]["step"], 4);
   EXPECT_EQ(json["comm"].size(), 2u);
@@ -115,9 +151,9 @@ TEST(PtrainCli, CompressionRatioIsPrintedAndReported) {
   EXPECT_NE(o.out.find("compression  dgc: "), std::string::npos) << o.out;
   std::ifstream in(report);
   const auto json = nlohmann::json::parse(in);
-  EXPECT_EQ(json["config"]["compress"]["codec"], "dgc");
-  EXPECT_EQ(json["config"]["compress"]["optimizer_applied"], "sgd");  // the codec applies the momentum
-  EXPECT_TRUE(json["config"]["compress"]["momentum_correction"].get<bool>());
+  EXPECT_EQ(json["plan"]["codec"]["name"], "dgc");
+  EXPECT_EQ(json["plan"]["codec"]["momentum_correction"], "auto");
+  EXPECT_EQ(json["plan"]["optimizer"]["name"], "momentum");
   // Warm-up sends 25% .. 0.4% in the first epoch, then 0.1%: overall far less than dense.
   EXPECT_GT(json["compression"]["ratio"].get<double>(), 10.0);
   EXPECT_GT(json["comm"][0]["codec_selected"].get<uint64_t>(), 0u);
@@ -230,7 +266,7 @@ TEST(PtrainCli, MpirunTrainsTheSameParametersAsThreads) {
         run_ptrain_with_env(std::string(kMpirun) + " -np 4", "train " + options + args + mpi);
     ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
     EXPECT_NE(ranks.out.find("mpi backend (started by mpirun): 4 ranks"), std::string::npos) << ranks.out;
-    EXPECT_EQ(report_field(mpi, "config", "backend"), "\"mpi\"");
+    EXPECT_EQ(report_field(mpi, "run", "backend"), "\"mpi\"");
     EXPECT_EQ(report_field(mpi, "summary", "steps"), "50");
     EXPECT_EQ(report_field(local, "summary", "final_params_fnv1a64"),
               report_field(mpi, "summary", "final_params_fnv1a64"))
@@ -241,7 +277,7 @@ TEST(PtrainCli, MpirunTrainsTheSameParametersAsThreads) {
                                 "train " + cases.back().second + " --no-overlap" + args + serial)
                 .exit_code,
             0);
-  EXPECT_EQ(report_field(serial, "config", "overlap"), "false");
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(serial))["plan"]["strategy"]["overlap"], false);
   EXPECT_EQ(report_field(serial, "summary", "final_params_fnv1a64"),
             report_field(dir.file("mpi-cnn-buckets.json"), "summary", "final_params_fnv1a64"));
 }
@@ -289,6 +325,100 @@ TEST(PtrainCli, MpirunRunsParameterServerShardsAsRanks) {
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.err.find("--servers 2: mpirun started 2 ranks, which leaves no worker"), std::string::npos)
       << none.err;
+}
+
+}  // namespace
+}  // namespace ptrain
+
+namespace ptrain {
+namespace {
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// Issue 14: a report holds the whole plan, and `--config REPORT` runs it again,
+// bit for bit in a synchronous mode; flags given beside --config override it.
+TEST(PtrainCli, ConfigReplaysAReportBitForBit) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  test::ScratchDir dir;
+  const std::string first = dir.file("first.json"), again = dir.file("again.json");
+  const Outcome a = run_ptrain(
+      "train --workers 2 --train-samples 2048 --max-steps 40 --batch 16 --optimizer momentum --lr 0.05 "
+      "--compress dgc --dgc-density 0.01 --allreduce ring --seed 5 --report " + first);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const Outcome b = run_ptrain("train --config " + first + " --report " + again);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto ra = read_json(first), rb = read_json(again);
+  EXPECT_EQ(ra["plan"], rb["plan"]);
+  EXPECT_EQ(ra["plan"]["strategy"]["allreduce"], "ring");
+  EXPECT_EQ(ra["plan"]["codec"]["density"], 0.01);
+  EXPECT_EQ(ra["summary"]["final_params_fnv1a64"], rb["summary"]["final_params_fnv1a64"]);
+  EXPECT_EQ(ra["summary"]["steps"], 40);
+
+  // Flags override the file; --print-plan shows the result without training.
+  const Outcome shown = run_ptrain("train --config " + first + " --lr 0.2 --print-plan");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const auto plan = nlohmann::json::parse(shown.out);
+  EXPECT_FLOAT_EQ(plan["optimizer"]["lr"].get<float>(), 0.2f);
+  EXPECT_EQ(plan["codec"]["name"], "dgc");
+  EXPECT_EQ(plan["run"]["seed"], 5);
+  // Another strategy on the command line starts from that strategy's defaults.
+  const Outcome other = run_ptrain("train --config " + first + " --strategy ssp --print-plan");
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_EQ(nlohmann::json::parse(other.out)["strategy"]["staleness"], 2);
+}
+
+TEST(PtrainCli, PlanFilesAreCheckedFieldByField) {
+  test::ScratchDir dir;
+  const std::string plan = dir.file("plan.json");
+  std::ofstream(plan) << R"({
+    // comments are allowed
+    "strategy": {"name": "ps-backup", "backup": 9, "servers": 2},
+    "codec": {"name": "dgc", "densty": 0.1},
+    "optimizer": {"name": "adam", "lr": -1},
+    "run": {"workers": 4, "batch": 16}
+  })";
+  const Outcome o = run_ptrain("train --config " + plan);
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_EQ(lines(o.err), 1u) << o.err;
+  EXPECT_NE(o.err.find("codec.densty is not a field of codec (did you mean density?)"), std::string::npos) << o.err;
+  std::ofstream(plan) << R"({"strategy": {"name": "ps-backup", "backup": 9}, "optimizer": {"name": "adam", "lr": -1},
+                           "run": {"workers": 4}})";
+  const Outcome two = run_ptrain("train --config " + plan);
+  EXPECT_NE(two.err.find("--lr must be > 0 (got -1)"), std::string::npos) << two.err;
+  EXPECT_NE(two.err.find("--backup must be below the 4 workers"), std::string::npos) << two.err;
+  std::ofstream(plan) << "{ not json";
+  const Outcome bad = run_ptrain("train --config " + plan);
+  EXPECT_NE(bad.err.find("not valid JSON"), std::string::npos) << bad.err;
+  EXPECT_EQ(run_ptrain("train --config " + dir.path().string()).err.find("not a regular file") == std::string::npos,
+            false);
+}
+
+TEST(PtrainCli, QuietPrintsNothingButStillReports) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  test::ScratchDir dir;
+  const Outcome o = run_ptrain("train --quiet --workers 1 --train-samples 512 --max-steps 5 --report " +
+                               dir.file("r.json"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out, "");
+  EXPECT_EQ(read_json(dir.file("r.json"))["summary"]["steps"], 5);
+}
+
+// Commands that run in one process refuse mpirun before MPI starts, and a
+// strategy that runs only as threads refuses it at once.
+TEST(PtrainCli, SingleProcessWorkRefusesMpirun) {
+  if (std::system("command -v mpirun >/dev/null") != 0) GTEST_SKIP() << "no mpirun";
+  for (const char* command : {"shm", "sweep --csv x.csv", "simulate", "bench compress"}) {
+    const Outcome o = run_ptrain_with_env(std::string(kMpirun) + " -np 2", command);
+    EXPECT_NE(o.exit_code, 0) << command;
+    EXPECT_NE(o.err.find("runs in one process; start it without mpirun"), std::string::npos) << command << o.err;
+  }
+  const Outcome seq = run_ptrain_with_env(std::string(kMpirun) + " -np 2", "train --strategy sequential");
+  EXPECT_NE(seq.exit_code, 0);
+  EXPECT_NE(seq.err.find("strategy sequential: runs its workers as threads of one process only"), std::string::npos)
+      << seq.err;
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ TEST(PtrainSimulateCli, TabulatesWorkersAndExchangesIntoCsv) {
 
 TEST(PtrainSimulateCli, CalibratesFromARunReport) {
   test::ScratchDir dir;
-  std::ofstream(dir.file("run.json")) << R"({"config": {"parameters": 1000000, "batch_per_worker": 32, "workers": 4},
+  std::ofstream(dir.file("run.json")) << R"({"run": {"parameters": 1000000, "workers": 4}, "plan": {"run": {"batch": 32}},
                                              "summary": {"mean_step_ms": 80.3}})";
   const Outcome o = run_ptrain("simulate --calibrate " + dir.file("run.json") + " --calibrate-bandwidth 1 --workers 4 "
                                "--bandwidth 1 --exchange ring");

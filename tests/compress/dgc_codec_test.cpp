@@ -3,6 +3,7 @@
 // clipping, masking, warm-up, dense 1-D tensors), and a sparse exchange among
 // workers simulated by decoding every worker's message into one buffer.
 #include "compress/dgc_codec.hpp"
+#include "core/rng.hpp"
 
 #include <gtest/gtest.h>
 
@@ -38,11 +39,15 @@ struct Pair {
   float value;
 };
 
-CodecConfig dgc_config(double density) {
-  CodecConfig c;
-  c.name = "dgc";
-  c.dgc.density = density;
+DgcConfig dgc_config(double density) {
+  DgcConfig c;
+  c.density = density;
   return c;
+}
+
+// Worker `worker`'s codec, seeded as make_codec seeds it for a run with seed 1.
+std::unique_ptr<Codec> make_codec(const DgcConfig& c, const CodecRange& range, int worker) {
+  return std::make_unique<DgcCodec>(c, range, derive_seed(1, 1000 + static_cast<uint64_t>(worker)));
 }
 
 std::vector<Pair> pairs_of(const Encoded& e) {
@@ -101,8 +106,8 @@ TEST(DgcDensity, FallsThroughFourStagesOfTheWarmUpThenHoldsTheTarget) {
 }
 
 TEST(DgcCodec, WarmsUpWhileTheDensityIsAboveTheTarget) {
-  CodecConfig c = dgc_config(0.02);
-  c.dgc.warmup_epochs = 4;
+  DgcConfig c = dgc_config(0.02);
+  c.warmup_epochs = 4;
   const DgcCodec codec(c, whole(1000), 1);
   EXPECT_TRUE(codec.warming_up(StepInfo{.epoch = 0}));
   EXPECT_TRUE(codec.warming_up(StepInfo{.epoch = 1.9}));
@@ -112,8 +117,8 @@ TEST(DgcCodec, WarmsUpWhileTheDensityIsAboveTheTarget) {
 }
 
 TEST(DgcCodec, MessageSizeFollowsTheWarmUpAndIsTheSameOnEveryWorker) {
-  CodecConfig c = dgc_config(0.001);
-  c.dgc.warmup_epochs = 4;
+  DgcConfig c = dgc_config(0.001);
+  c.warmup_epochs = 4;
   const size_t n = 100000;
   const CodecRange range{.count = n, .one_dim = {{0, 100}}};
   auto a = make_codec(c, range, 0), b = make_codec(c, range, 5);
@@ -140,8 +145,8 @@ TEST(DgcCodec, MessageSizeFollowsTheWarmUpAndIsTheSameOnEveryWorker) {
 // anything sent.
 template <typename Gradient>
 void check_selection(const char* shape, Gradient gradient, size_t n, double density, size_t steps) {
-  CodecConfig c = dgc_config(density);
-  c.dgc.momentum_correction = false;
+  DgcConfig c = dgc_config(density);
+  c.momentum_correction = false;
   DgcCodec codec(c, whole(n), 7);
   for (size_t s = 0; s < steps; ++s) {
     const std::vector<float> g = gradient(s);
@@ -245,8 +250,8 @@ TEST(DgcCodec, SmallRangesSelectExactly) {
   // Fewer elements than min_samples: the sample would be all of them.
   const size_t n = 3000;
   const std::vector<float> g = test::normal_gradient(n, 3);
-  CodecConfig c = dgc_config(0.01);
-  c.dgc.momentum_correction = false;
+  DgcConfig c = dgc_config(0.01);
+  c.momentum_correction = false;
   DgcCodec codec(c, whole(n), 1);
   const Encoded e = codec.encode(g, StepInfo{});
   EXPECT_EQ(codec.last_selected(), 30u);
@@ -264,9 +269,9 @@ TEST(DgcCodec, FullDensityWithMomentumCorrectionAndNoMaskingIsMomentumSgd) {
   const size_t n = 4099;
   const float lr = 0.05f, m = 0.9f;
   for (const bool with_one_dim : {false, true}) {
-    CodecConfig c = dgc_config(1.0);
-    c.dgc.momentum = m;
-    c.dgc.momentum_masking = false;
+    DgcConfig c = dgc_config(1.0);
+    c.momentum = m;
+    c.momentum_masking = false;
     const CodecRange range{
         .count = n,
         .one_dim = with_one_dim ? std::vector<IndexSpan>{{0, 10}, {2000, 2100}} : std::vector<IndexSpan>{}};
@@ -287,8 +292,8 @@ TEST(DgcCodec, FullDensityWithMomentumCorrectionAndNoMaskingIsMomentumSgd) {
 
 TEST(DgcCodec, WithoutMomentumCorrectionFullDensitySendsTheGradient) {
   const size_t n = 5000;
-  CodecConfig c = dgc_config(1.0);
-  c.dgc.momentum_correction = false;
+  DgcConfig c = dgc_config(1.0);
+  c.momentum_correction = false;
   DgcCodec codec(c, whole(n), 1);
   EXPECT_FALSE(codec.applies_momentum());
   EXPECT_TRUE(codec.momentum().empty());
@@ -301,13 +306,13 @@ TEST(DgcCodec, WithoutMomentumCorrectionFullDensitySendsTheGradient) {
 TEST(DgcCodec, MomentumCorrectionAccumulatesTheVelocityAndConservesIt) {
   const size_t n = 50000;
   for (const bool masking : {true, false}) {
-    CodecConfig c = dgc_config(0.01);
-    c.dgc.momentum_masking = masking;
+    DgcConfig c = dgc_config(0.01);
+    c.momentum_masking = masking;
     DgcCodec codec(c, whole(n), 3);
     for (size_t s = 0; s < 6; ++s) {
       const std::vector<float> g = test::normal_gradient(n, 300 + s);
       std::vector<float> u(codec.momentum().begin(), codec.momentum().end());
-      momentum_step(u, g, c.dgc.momentum);
+      momentum_step(u, g, c.momentum);
       std::vector<float> v(n);
       for (size_t i = 0; i < n; ++i) v[i] = codec.velocity()[i] + u[i];
       const std::vector<float> sent = decoded(codec, codec.encode(g, StepInfo{.step = s}));
@@ -333,9 +338,9 @@ TEST(DgcCodec, MomentumCorrectionAccumulatesTheVelocityAndConservesIt) {
 TEST(DgcCodec, WithoutAccumulationWhatIsNotSentIsDropped) {
   const size_t n = 20000;
   for (const bool accumulation : {true, false}) {
-    CodecConfig c = dgc_config(0.01);
-    c.dgc.momentum_correction = false;
-    c.dgc.accumulation = accumulation;
+    DgcConfig c = dgc_config(0.01);
+    c.momentum_correction = false;
+    c.accumulation = accumulation;
     DgcCodec codec(c, whole(n), 3);
     const std::vector<float> g1 = test::normal_gradient(n, 1), g2 = test::normal_gradient(n, 2);
     const std::vector<float> first = decoded(codec, codec.encode(g1, StepInfo{}));
@@ -362,9 +367,9 @@ TEST(DgcCodec, ClipsTheGradientToClipNormOverRootN) {
   for (const float x : g) sum += static_cast<double>(x) * x;
   const double norm = std::sqrt(sum);
   for (const int workers : {1, 4, 16}) {
-    CodecConfig c = dgc_config(1.0);
-    c.dgc.momentum_correction = false;
-    c.dgc.clip_norm = 8.0;
+    DgcConfig c = dgc_config(1.0);
+    c.momentum_correction = false;
+    c.clip_norm = 8.0;
     DgcCodec codec(c, whole(n), 1);
     const std::vector<float> sent = decoded(codec, codec.encode(g, StepInfo{.workers = workers}));
     const double limit = 8.0 / std::sqrt(static_cast<double>(workers));
@@ -377,9 +382,9 @@ TEST(DgcCodec, ClipsTheGradientToClipNormOverRootN) {
     EXPECT_NEAR(std::sqrt(sent_sum), limit, 1e-5 * limit) << workers;
   }
   // Below the threshold: untouched.
-  CodecConfig c = dgc_config(1.0);
-  c.dgc.momentum_correction = false;
-  c.dgc.clip_norm = 2 * norm;
+  DgcConfig c = dgc_config(1.0);
+  c.momentum_correction = false;
+  c.clip_norm = 2 * norm;
   DgcCodec codec(c, whole(n), 1);
   EXPECT_EQ(decoded(codec, codec.encode(g, StepInfo{.workers = 4})), g);  // limit = norm: not above it
   EXPECT_THROW(codec.encode(g, StepInfo{.workers = 0}), Error);
@@ -391,14 +396,14 @@ TEST(DgcCodec, SendsOneDimensionalRangesDenseAndExactly) {
   const size_t n = 30000;
   const std::vector<IndexSpan> one_dim = {{0, 7}, {100, 110}, {29990, 30000}};
   for (const bool momentum : {true, false}) {
-    CodecConfig c = dgc_config(0.001);
-    c.dgc.momentum_correction = momentum;
+    DgcConfig c = dgc_config(0.001);
+    c.momentum_correction = momentum;
     DgcCodec codec(c, CodecRange{.count = n, .one_dim = one_dim}, 1);
     EXPECT_EQ(codec.layout().dense_count(), 27u);
     std::vector<float> u(n, 0.0f);
     for (size_t s = 0; s < 5; ++s) {
       const std::vector<float> g = test::normal_gradient(n, 70 + s, 0.1f);
-      momentum_step(u, g, c.dgc.momentum);
+      momentum_step(u, g, c.momentum);
       const Encoded e = codec.encode(g, StepInfo{.step = s});
       EXPECT_EQ(e.bytes.size(), 8u + 4 * 27 + 8 * 30);  // k = round(0.001 * 29973)
       const std::vector<float> sent = decoded(codec, e);
@@ -412,8 +417,8 @@ TEST(DgcCodec, SendsOneDimensionalRangesDenseAndExactly) {
     }
   }
   // Switched off, the 1-D ranges are sparsified like the rest.
-  CodecConfig c = dgc_config(0.001);
-  c.dgc.dense_one_dim = false;
+  DgcConfig c = dgc_config(0.001);
+  c.dense_one_dim = false;
   DgcCodec codec(c, CodecRange{.count = n, .one_dim = one_dim}, 1);
   EXPECT_EQ(codec.layout().dense_count(), 0u);
   EXPECT_EQ(codec.encode(test::normal_gradient(n, 1), StepInfo{}).bytes.size(), 8u + 8 * 30);
@@ -424,8 +429,8 @@ TEST(DgcCodec, SendsOneDimensionalRangesDenseAndExactly) {
 TEST(DgcCodec, SparseExchangeSumsWhatEveryWorkerSent) {
   const size_t n = 40000;
   const CodecRange range{.count = n, .one_dim = {{1000, 1064}, {39000, 39100}}};
-  CodecConfig c = dgc_config(0.005);
-  c.dgc.warmup_epochs = 2;
+  DgcConfig c = dgc_config(0.005);
+  c.warmup_epochs = 2;
   for (int workers = 1; workers <= 8; ++workers) {
     std::vector<std::unique_ptr<Codec>> codecs;
     for (int w = 0; w < workers; ++w) codecs.push_back(make_codec(c, range, w));
@@ -454,7 +459,7 @@ TEST(DgcCodec, SparseExchangeSumsWhatEveryWorkerSent) {
 
 // ---- determinism, kernels, errors
 
-std::vector<Encoded> run_steps(const CodecConfig& c, const CodecRange& range, int worker, size_t steps) {
+std::vector<Encoded> run_steps(const DgcConfig& c, const CodecRange& range, int worker, size_t steps) {
   const auto codec = make_codec(c, range, worker);
   std::vector<Encoded> out;
   for (size_t s = 0; s < steps; ++s)
@@ -474,10 +479,10 @@ TEST(DgcCodec, IsDeterministicAndBothKernelsAgree) {
   const CodecRange range{.count = 300001, .one_dim = {{5, 9}}};
   for (const bool momentum : {true, false})
     for (const bool accumulation : {true, false}) {
-      CodecConfig c = dgc_config(0.002);
-      c.dgc.momentum_correction = momentum;
-      c.dgc.accumulation = accumulation;
-      c.dgc.clip_norm = 100;
+      DgcConfig c = dgc_config(0.002);
+      c.momentum_correction = momentum;
+      c.accumulation = accumulation;
+      c.clip_norm = 100;
       const auto first = run_steps(c, range, 2, 4);
       EXPECT_TRUE(same(first, run_steps(c, range, 2, 4)));
       set_sparse_kernels_portable(true);

@@ -1,5 +1,6 @@
 // The fp16 codec: exact on values a half holds, nearest half otherwise,
 // saturation counted, the wire form an array of halves.
+#include "compress/codec_registry.hpp"
 #include "compress/fp16_codec.hpp"
 
 #include <gtest/gtest.h>
@@ -16,11 +17,9 @@ namespace ptrain {
 namespace {
 
 Fp16Codec codec_for(size_t count) {
-  CodecConfig config;
-  config.name = "fp16";
   CodecRange range;
   range.count = count;
-  return Fp16Codec(config, range, 1);
+  return Fp16Codec(range);
 }
 
 std::vector<uint16_t> wire_halves(const Encoded& e) {
@@ -119,7 +118,7 @@ TEST(Fp16Codec, WrongSizesAreErrors) {
 
 TEST(Fp16Codec, MadeByName) {
   CodecConfig config;
-  config.name = "fp16";
+  config.choice = *CodecRegistry::make("fp16");
   CodecRange range;
   range.count = 10;
   const auto codec = make_codec(config, range, 0);

@@ -1,6 +1,7 @@
 // The int8 codec: the wire form as documented, each value within its error
 // bound (checked exactly against the scales and integers on the wire), and
 // stochastic rounding unbiased and repeatable.
+#include "compress/codec_registry.hpp"
 #include "compress/int8_codec.hpp"
 
 #include <gtest/gtest.h>
@@ -16,10 +17,9 @@ namespace ptrain {
 namespace {
 
 Int8Codec codec_for(size_t count, size_t chunk, bool stochastic, uint64_t seed = 5) {
-  CodecConfig config;
-  config.name = "int8";
-  config.int8_chunk = chunk;
-  config.int8_stochastic = stochastic;
+  Int8Options config;
+  config.chunk = chunk;
+  config.rounding = stochastic ? Rounding::Stochastic : Rounding::Nearest;
   CodecRange range;
   range.count = count;
   return Int8Codec(config, range, seed);
@@ -206,9 +206,11 @@ TEST(Int8Codec, WrongSizesAreErrors) {
 }
 
 TEST(Int8Codec, MadeByName) {
+  Int8Options int8;
+  int8.chunk = 3;
   CodecConfig config;
-  config.name = "int8";
-  config.int8_chunk = 3;
+  config.choice = *CodecRegistry::make("int8");
+  std::get<Int8Options>(config.choice) = int8;
   CodecRange range;
   range.count = 10;
   const auto codec = make_codec(config, range, 0);

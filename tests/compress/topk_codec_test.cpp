@@ -1,5 +1,6 @@
 // Top-k sparsification: the exact top k, the fixed message size, and error
 // feedback's conservation of what was not sent.
+#include "compress/codec_registry.hpp"
 #include "compress/topk_codec.hpp"
 
 #include <gtest/gtest.h>
@@ -23,11 +24,10 @@ CodecRange whole(size_t count) {
   return range;
 }
 
-CodecConfig topk_config(double ratio, bool error_feedback) {
-  CodecConfig c;
-  c.name = "topk";
-  c.topk_ratio = ratio;
-  c.topk_error_feedback = error_feedback;
+TopkOptions topk_config(double ratio, bool error_feedback) {
+  TopkOptions c;
+  c.ratio = ratio;
+  c.error_feedback = error_feedback;
   return c;
 }
 
@@ -48,7 +48,7 @@ std::vector<std::pair<uint32_t, float>> pairs_of(const Encoded& e) {
 TEST(TopkCodec, SendsExactlyTheKLargestMagnitudes) {
   const size_t n = 100003;
   const std::vector<float> g = test::normal_gradient(n, 11);  // continuous: no ties
-  TopkCodec codec(topk_config(0.01, false), whole(n), 1);
+  TopkCodec codec(topk_config(0.01, false), whole(n));
   ASSERT_EQ(codec.k(), 1000u);
   const Encoded e = codec.encode(g, StepInfo{});
   EXPECT_EQ(e.count, n);
@@ -78,15 +78,15 @@ TEST(TopkCodec, SendsExactlyTheKLargestMagnitudes) {
 }
 
 TEST(TopkCodec, KIsAtLeastOneAndAtMostTheCount) {
-  EXPECT_EQ(TopkCodec(topk_config(0.01, true), whole(10), 1).k(), 1u);
-  EXPECT_EQ(TopkCodec(topk_config(0.25, true), whole(10), 1).k(), 3u);  // round(2.5) = 3
-  EXPECT_EQ(TopkCodec(topk_config(1.0, true), whole(10), 1).k(), 10u);
-  EXPECT_EQ(TopkCodec(topk_config(0.5, true), whole(0), 1).k(), 0u);
+  EXPECT_EQ(TopkCodec(topk_config(0.01, true), whole(10)).k(), 1u);
+  EXPECT_EQ(TopkCodec(topk_config(0.25, true), whole(10)).k(), 3u);  // round(2.5) = 3
+  EXPECT_EQ(TopkCodec(topk_config(1.0, true), whole(10)).k(), 10u);
+  EXPECT_EQ(TopkCodec(topk_config(0.5, true), whole(0)).k(), 0u);
 }
 
 TEST(TopkCodec, TiesGoToTheLowestIndices) {
   const std::vector<float> g = {1, -3, 3, 2, -3, 3, 0};
-  TopkCodec codec(topk_config(3.0 / 7, false), whole(7), 1);
+  TopkCodec codec(topk_config(3.0 / 7, false), whole(7));
   const auto pairs = pairs_of(codec.encode(g, StepInfo{}));
   ASSERT_EQ(pairs.size(), 3u);
   EXPECT_EQ(pairs[0], (std::pair<uint32_t, float>{1, -3.0f}));
@@ -96,7 +96,7 @@ TEST(TopkCodec, TiesGoToTheLowestIndices) {
 
 TEST(TopkCodec, ErrorFeedbackConservesMassExactly) {
   const size_t n = 20000;
-  TopkCodec codec(topk_config(0.02, true), whole(n), 1);
+  TopkCodec codec(topk_config(0.02, true), whole(n));
   std::vector<float> accumulated(n, 0.0f);  // residual before the step + the gradient, as the codec adds
   std::vector<float> total_sent(n, 0.0f), total_grad(n, 0.0f);
   for (size_t step = 0; step < 25; ++step) {
@@ -117,7 +117,7 @@ TEST(TopkCodec, ErrorFeedbackConservesMassExactly) {
 
 TEST(TopkCodec, WithoutErrorFeedbackEachStepStandsAlone) {
   const size_t n = 5000;
-  TopkCodec codec(topk_config(0.1, false), whole(n), 1);
+  TopkCodec codec(topk_config(0.1, false), whole(n));
   const std::vector<float> big = test::normal_gradient(n, 5, 10.0f);
   codec.encode(big, StepInfo{});
   const std::vector<float> small = test::normal_gradient(n, 6);
@@ -127,7 +127,7 @@ TEST(TopkCodec, WithoutErrorFeedbackEachStepStandsAlone) {
 }
 
 TEST(TopkCodec, RejectsAGradientOfTheWrongSize) {
-  TopkCodec codec(topk_config(0.1, true), whole(10), 1);
+  TopkCodec codec(topk_config(0.1, true), whole(10));
   const std::vector<float> g(11);
   try {
     codec.encode(g, StepInfo{});
@@ -138,7 +138,7 @@ TEST(TopkCodec, RejectsAGradientOfTheWrongSize) {
 }
 
 TEST(TopkCodec, IsWhatMakeCodecBuilds) {
-  const auto codec = make_codec(topk_config(0.01, true), whole(1000), 3);
+  const auto codec = make_codec(CodecConfig{topk_config(0.01, true)}, whole(1000), 3);
   ASSERT_NE(codec, nullptr);
   EXPECT_EQ(codec->name(), "topk");
   EXPECT_FALSE(codec->applies_momentum());

@@ -5,7 +5,7 @@
 
 #include "data/synthetic.hpp"
 #include "model/torch/flat_module.hpp"
-#include "model/torch/model_factory.hpp"
+#include "model/model_registry.hpp"
 
 namespace ptrain {
 namespace {

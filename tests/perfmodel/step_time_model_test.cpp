@@ -164,7 +164,7 @@ TEST(StepTimeModel, RejectsImpossibleInputs) {
 TEST(Calibration, ComputeIsTheMeasuredStepLessTheModelledExchange) {
   test::ScratchDir dir;
   const std::string path = dir.file("run.json");
-  std::ofstream(path) << R"({"config": {"parameters": 1000000, "batch_per_worker": 32, "workers": 4},
+  std::ofstream(path) << R"({"run": {"parameters": 1000000, "workers": 4}, "plan": {"run": {"batch": 32}},
                              "summary": {"mean_step_ms": 80.3}})";
   const Calibration c = calibrate_from_report(path, hand_case(ExchangeKind::RingAllreduce));
   EXPECT_EQ(c.workers, 4u);
@@ -179,8 +179,8 @@ TEST(Calibration, ComputeIsTheMeasuredStepLessTheModelledExchange) {
 TEST(Calibration, NamesTheReportWhenItCannotBeUsed) {
   test::ScratchDir dir;
   const std::string bad = dir.file("bad.json"), slow = dir.file("slow.json");
-  std::ofstream(bad) << R"({"config": {"workers": 4}})";
-  std::ofstream(slow) << R"({"config": {"parameters": 1000000, "batch_per_worker": 32, "workers": 4},
+  std::ofstream(bad) << R"({"run": {"workers": 4}})";
+  std::ofstream(slow) << R"({"run": {"parameters": 1000000, "workers": 4}, "plan": {"run": {"batch": 32}},
                              "summary": {"mean_step_ms": 10}})";
   const auto model = hand_case(ExchangeKind::RingAllreduce);
   EXPECT_NE(test::error_message([&] { calibrate_from_report(bad, model); }).find("--calibrate " + bad + ": not a ptrain run report"),

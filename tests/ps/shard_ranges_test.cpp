@@ -45,7 +45,7 @@ TEST(ShardRanges, FewerParametersThanServersIsAnError) {
     shard_ranges(3, 5);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "--servers 5: the model has only 3 parameter(s), fewer than the servers");
+    EXPECT_STREQ(e.what(), "strategy.servers 5: the model has only 3 parameter(s), fewer than the servers");
   }
   EXPECT_THROW(shard_ranges(0, 1), Error);
   EXPECT_THROW(shard_ranges(10, 0), Error);

@@ -168,13 +168,12 @@ TEST(GradientReducer, ACommunicationErrorReachesTheStepAndStopsNothingElse) {
 // without momentum correction (all gathered and decoded in rank order).
 TEST(GradientReducer, LosslessCodecsGiveTheDenseMean) {
   const auto layout = layout_of({5, 1, 17, 3, 40, 2});
-  std::vector<CodecConfig> codecs(3);
-  codecs[0].name = "fp16";
-  codecs[1].name = "topk";
-  codecs[1].topk_ratio = 1.0;
-  codecs[2].name = "dgc";
-  codecs[2].dgc.density = 1.0;
-  codecs[2].dgc.momentum_correction = false;
+  TopkOptions every;
+  every.ratio = 1.0;
+  DgcOptions dense;
+  dense.density = 1.0;
+  dense.momentum_correction = Switch::Off;
+  const std::vector<CodecConfig> codecs = {{Fp16Options{}}, {every}, {dense}};
   const int n = 3;
   for (const auto& codec : codecs)
     for (auto algorithm : {AllreduceAlgorithm::Native, AllreduceAlgorithm::Ring})
@@ -187,12 +186,12 @@ TEST(GradientReducer, LosslessCodecsGiveTheDenseMean) {
             backward(layout, grads, comm.rank(), step, reducer);
             reducer.finish_step();
             ASSERT_EQ(first_wrong_mean(grads, n, step), kAllRight)
-                << codec.name << ", " << to_string(algorithm) << ", overlap " << overlap << ", step " << step;
+                << CodecRegistry::name_of(codec.choice) << ", " << to_string(algorithm) << ", overlap " << overlap << ", step " << step;
           }
           const CodecStats stats = reducer.codec_stats();
-          EXPECT_EQ(stats.dense_bytes, 3 * layout.total() * sizeof(float)) << codec.name;
-          EXPECT_GT(stats.encoded_bytes, 0u) << codec.name;
-          if (codec.name == "fp16") {
+          EXPECT_EQ(stats.dense_bytes, 3 * layout.total() * sizeof(float)) << CodecRegistry::name_of(codec.choice);
+          EXPECT_GT(stats.encoded_bytes, 0u) << CodecRegistry::name_of(codec.choice);
+          if (std::holds_alternative<Fp16Options>(codec.choice)) {
             EXPECT_DOUBLE_EQ(stats.ratio(), 2.0);
           }
         });
@@ -204,11 +203,11 @@ TEST(GradientReducer, SparseAllgatherEqualsTheSumOfTheDecodedParts) {
   FlatLayout layout;  // a matrix and a bias: DGC sends the bias dense
   layout.add("w", {97, 10});
   layout.add("b", {13});
-  std::vector<CodecConfig> codecs(2);
-  codecs[0].name = "topk";
-  codecs[0].topk_ratio = 0.05;
-  codecs[1].name = "dgc";
-  codecs[1].dgc.density = 0.05;
+  TopkOptions topk;
+  topk.ratio = 0.05;
+  DgcOptions dgc;
+  dgc.density = 0.05;
+  const std::vector<CodecConfig> codecs = {{topk}, {dgc}};
   for (const auto& codec : codecs)
     for (int n = 1; n <= 8; ++n)
       run_workers(n, [&](Communicator& comm) {
@@ -228,16 +227,16 @@ TEST(GradientReducer, SparseAllgatherEqualsTheSumOfTheDecodedParts) {
           twin->decode_add(twin->encode(g, info), expected);
         }
         for (float& e : expected) e *= 1.0f / static_cast<float>(n);
-        ASSERT_EQ(grads, expected) << codec.name << ", " << n << " workers";
+        ASSERT_EQ(grads, expected) << CodecRegistry::name_of(codec.choice) << ", " << n << " workers";
       });
 }
 
 // The bytes a sparse codec puts on the wire, and the ratio the report gives.
 TEST(GradientReducer, SparseCodecsSendAFractionOfTheBytes) {
   const auto layout = layout_of({100000});
-  CodecConfig topk;
-  topk.name = "topk";
-  topk.topk_ratio = 0.01;
+  TopkOptions one_percent;
+  one_percent.ratio = 0.01;
+  const CodecConfig topk{one_percent};
   run_workers(2, [&](Communicator& comm) {
     std::vector<float> grads(layout.total());
     GradientReducer reducer(comm, AllreduceAlgorithm::Native, grads, layout, size_t{1} << 20, true, topk);

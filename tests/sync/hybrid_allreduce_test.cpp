@@ -1,3 +1,4 @@
+#include "test_support.hpp"
 #include "sync/hybrid_allreduce.hpp"
 
 #include <gtest/gtest.h>
@@ -18,7 +19,7 @@ TrainConfig config(int workers, size_t batch, OptimizerKind kind) {
   c.epochs = 1;
   c.max_steps = 20;
   c.seed = 3;
-  c.strategy.name = "hybrid";
+  c.make_strategy = test::named_strategy("hybrid");
   c.strategy.optimizer.kind = kind;
   c.strategy.optimizer.lr = kind == OptimizerKind::Adam ? 1e-2f : 0.1f;
   return c;
@@ -46,7 +47,7 @@ TEST(HybridAllreduce, EveryAllreduceAlgorithmTrainsTheSameModel) {
   const auto native = train(c, data, nullptr, test::softmax_factory(data));
   for (auto algorithm :
        {AllreduceAlgorithm::Ring, AllreduceAlgorithm::HalvingDoubling, AllreduceAlgorithm::Tree}) {
-    c.strategy.allreduce = algorithm;
+    c.make_strategy = test::named_strategy("hybrid", 0, [algorithm](StrategyChoice& s) { std::get<HybridOptions>(s).allreduce = algorithm; });
     const auto other = train(c, data, nullptr, test::softmax_factory(data));
     // The same sums, added in another order.
     EXPECT_LE(test::max_relative_difference(other.final_params, native.final_params), 1e-5)
@@ -64,7 +65,7 @@ TEST(HybridAllreduce, ReplicasStartFromRankZeroAndStayIdentical) {
   for (int r = 0; r < kWorkers; ++r)  // different initial weights on purpose
     models.push_back(std::make_unique<SoftmaxRegression>(8, 3, 100 + static_cast<uint64_t>(r)));
   const std::vector<float> rank0_initial(models[0]->params().begin(), models[0]->params().end());
-  HybridGroup strategy(config(kWorkers, 10, OptimizerKind::Adam).strategy);
+  HybridGroup strategy(HybridOptions{}, config(kWorkers, 10, OptimizerKind::Adam).strategy);
   std::vector<std::thread> threads;
   for (int r = 0; r < kWorkers; ++r)
     threads.emplace_back([&, r] {

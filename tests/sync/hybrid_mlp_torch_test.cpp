@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "data/fashion_mnist.hpp"
-#include "model/torch/model_factory.hpp"
+#include "model/model_registry.hpp"
 #include "test_models.hpp"
 #include "test_support.hpp"
 
@@ -27,8 +27,10 @@ class HybridMlp : public ::testing::Test {
                        OptimizerKind kind = OptimizerKind::Adam, const std::string& model = "mlp",
                        size_t bucket_bytes = size_t{25} << 20, bool overlap = true) {
     TrainConfig c;
-    c.strategy.bucket_bytes = bucket_bytes;
-    c.strategy.overlap = overlap;
+    c.make_strategy = test::named_strategy("hybrid", 0, [&](StrategyChoice& s) {
+      std::get<HybridOptions>(s).bucket_size.bytes = bucket_bytes;
+      std::get<HybridOptions>(s).overlap = overlap;
+    });
     c.workers = workers;
     c.batch = batch;
     c.max_steps = steps;

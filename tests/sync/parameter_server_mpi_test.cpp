@@ -3,6 +3,8 @@
 // give the bits of the same run on threads; async must apply every gradient.
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 #include "comm/mpi_communicator.hpp"
 #include "test_models.hpp"
 #include "train/trainer.hpp"
@@ -17,8 +19,7 @@ TrainConfig config_for(const std::string& strategy, int workers, int servers) {
   c.epochs = 2;
   c.seed = 5;
   c.pin_workers = false;
-  c.strategy.name = strategy;
-  c.strategy.servers = servers;
+  c.make_strategy = test::named_strategy(strategy, servers);
   c.strategy.optimizer.lr = 0.01f;
   c.comm_timeout = std::chrono::seconds(60);
   return c;

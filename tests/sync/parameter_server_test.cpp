@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "test_support.hpp"
 #include "core/error.hpp"
 #include "test_models.hpp"
 #include "train/trainer.hpp"
@@ -22,8 +23,7 @@ TrainConfig ps_config(const std::string& strategy, int workers, int servers) {
   c.epochs = 1;
   c.seed = 77;
   c.pin_workers = false;
-  c.strategy.name = strategy;
-  c.strategy.servers = servers;
+  c.make_strategy = test::named_strategy(strategy, servers);
   c.strategy.optimizer.kind = OptimizerKind::Adam;
   c.strategy.optimizer.lr = 0.01f;
   c.comm_timeout = std::chrono::seconds(30);
@@ -164,7 +164,7 @@ TEST(PsSync, PushesGoThroughTheCodecOfEachShard) {
   TrainConfig plain = one_hot_config("ps-sync", 4, 2);
   const RunResult expected = train(plain, data, nullptr, one_hot_factory(4, 20));
   TrainConfig fp16 = plain;
-  fp16.strategy.codec.name = "fp16";
+  fp16.strategy.codec.choice = Fp16Options{};
   const RunResult half = train(fp16, data, nullptr, one_hot_factory(4, 20));
   EXPECT_EQ(half.final_params, expected.final_params);
   ASSERT_EQ(half.codec.size(), 4u);
@@ -173,8 +173,9 @@ TEST(PsSync, PushesGoThroughTheCodecOfEachShard) {
     EXPECT_DOUBLE_EQ(c.ratio(), 2.0);
   }
   TrainConfig topk = plain;
-  topk.strategy.codec.name = "topk";
-  topk.strategy.codec.topk_ratio = 1.0 / 40;  // one element of each shard's 40
+  TopkOptions one;
+  one.ratio = 1.0 / 40;  // one element of each shard's 40
+  topk.strategy.codec.choice = one;
   const RunResult sparse = train(topk, data, nullptr, one_hot_factory(4, 20));
   EXPECT_EQ(sparse.final_params, expected.final_params);
   for (const auto& c : sparse.codec) EXPECT_EQ(c.selected, 20u * 2u);  // a pair per step and shard
@@ -183,7 +184,7 @@ TEST(PsSync, PushesGoThroughTheCodecOfEachShard) {
 TEST(Async, DropPolicyDropsExactlyTheGradientsStalerThanT) {
   const Dataset data = make_gaussian_clusters(640, 3, 2, 4);
   TrainConfig c = one_hot_config("async", 4, 1);
-  c.strategy.stale_policy = parse_stale_policy("drop:1");
+  c.make_strategy = test::named_strategy("async", 1, [](StrategyChoice& s) { std::get<AsyncOptions>(s).stale_policy = "drop:1"; });
   c.straggler_rank = 2;
   c.straggler_factor = 4;
   const RunResult r = train(c, data, nullptr, one_hot_factory(4, 80, 2));
@@ -201,7 +202,7 @@ TEST(Async, DropPolicyDropsExactlyTheGradientsStalerThanT) {
 TEST(Async, ScalePolicyScalesEachStepByOneOverOnePlusItsStaleness) {
   const Dataset data = make_gaussian_clusters(640, 3, 2, 4);
   TrainConfig c = one_hot_config("async", 4, 2);
-  c.strategy.stale_policy = parse_stale_policy("scale");
+  c.make_strategy = test::named_strategy("async", 2, [](StrategyChoice& s) { std::get<AsyncOptions>(s).stale_policy = "scale"; });
   c.straggler_rank = 0;
   c.straggler_factor = 4;
   const RunResult r = train(c, data, nullptr, one_hot_factory(4, 80, 0));
@@ -264,7 +265,7 @@ TEST(Ssp, NoWorkerEverRunsMoreThanSStepsAheadOfTheSlowest) {
     auto made = std::make_shared<size_t>(0);
     ModelFactory factory = [&, made] { return std::make_unique<MonitoredModel>(data, (*made)++, monitor, 3); };
     TrainConfig c = ps_config("ssp", 4, 2);
-    c.strategy.staleness = s;
+    c.make_strategy = test::named_strategy("ssp", 2, [s](StrategyChoice& o) { std::get<SspOptions>(o).staleness = s; });
     c.straggler_rank = 3;
     c.straggler_factor = 5;
     const RunResult r = train(c, data, nullptr, factory);
@@ -285,7 +286,6 @@ TEST(Ssp, NoWorkerEverRunsMoreThanSStepsAheadOfTheSlowest) {
 TEST(PsBackup, DropsTheLateGradientsAndBuildsEveryUpdateFromWMinusB) {
   const Dataset data = make_gaussian_clusters(1280, 5, 3, 8);
   TrainConfig c = one_hot_config("ps-backup", 4, 2);
-  c.strategy.backup = 1;
   c.straggler_rank = 2;
   c.straggler_factor = 20;
   const RunResult r = train(c, data, nullptr, one_hot_factory(4, 80, 2));
@@ -312,7 +312,9 @@ TEST(WarmupSingle, OnlyWorkerZeroTrainsForTheFirstNGradients) {
     auto made = std::make_shared<size_t>(0);
     ModelFactory factory = [&, made] { return std::make_unique<MonitoredModel>(data, (*made)++, monitor); };
     TrainConfig c = ps_config(strategy, 3, 1);
-    c.strategy.warmup_single = 12;
+    c.make_strategy = test::named_strategy(strategy, 1, [](StrategyChoice& o) {
+      std::visit([](auto& x) { if constexpr (requires { x.warmup_single; }) x.warmup_single = 12; }, o);
+    });
     const RunResult r = train(c, data, nullptr, factory);
     for (const auto& start : monitor.starts) {
       if (start.worker != 0) {
@@ -447,24 +449,12 @@ TEST(ParameterServer, ImpossibleSettingsAreRejectedNamingTheOption) {
     }
   };
   TrainConfig c = ps_config("ps-backup", 4, 1);
-  c.strategy.backup = 4;
-  expect_error(c, "--backup 4: ps-backup needs 1 <= b < W = 4 (each update takes W - b gradients)");
+  c.make_strategy = test::named_strategy("ps-backup", 1, [](StrategyChoice& s) { std::get<PsBackupOptions>(s).backup = 4; });
+  expect_error(c, "ps-backup: backup 4 needs 0 <= b < W = 4");
   c = ps_config("ps-sync", 2, 0);
-  expect_error(c, "--servers must be at least 1 (got 0)");
-  c = ps_config("ps-sync", 2, 1);
-  c.strategy.stale_policy = parse_stale_policy("scale");
-  expect_error(c, "--stale-policy scale: only ssp and async apply stale gradients");
-  c = ps_config("ps-backup", 2, 1);
-  c.strategy.warmup_single = 3;
-  expect_error(c, "--warmup-single: only ssp and async start with a single worker");
-  c = ps_config("ssp", 2, 1);
-  c.strategy.async_lr_divide = true;
-  expect_error(c, "--async-lr-divide: only for --strategy async");
-  c = ps_config("hybrid", 2, 1);
-  c.time_limit_s = 5;
-  expect_error(c, "--time-limit: only the parameter-server strategies (ps-sync, ps-backup, ssp, async) stop on time");
+  expect_error(c, "ps-sync: needs at least one server shard (got 0)");
   c = ps_config("async", 2, 13);
-  expect_error(c, "--servers 13: the model has only 8 parameter(s), fewer than the servers");
+  expect_error(c, "strategy.servers 13: the model has only 8 parameter(s), fewer than the servers");
 }
 
 }  // namespace

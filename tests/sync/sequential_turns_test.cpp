@@ -1,3 +1,4 @@
+#include "test_support.hpp"
 #include "sync/sequential_turns.hpp"
 
 #include <gtest/gtest.h>
@@ -20,7 +21,7 @@ TEST(SequentialTurns, EqualsTheInterleavedSingleModelRun) {
   c.batch = kBatch;
   c.max_steps = kSteps;
   c.seed = 17;
-  c.strategy.name = "sequential";
+  c.make_strategy = test::named_strategy("sequential");
   c.strategy.optimizer.kind = OptimizerKind::Momentum;
   c.strategy.optimizer.lr = 0.05f;
   auto result = train(c, data, nullptr, test::softmax_factory(data));

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "test_models.hpp"
 #include "test_support.hpp"
+#include "run/report.hpp"
 #include "train/run_report.hpp"
 
 namespace ptrain {
@@ -21,6 +22,7 @@ TrainConfig small_config(int workers) {
   c.seed = 1234;
   c.strategy.optimizer.kind = OptimizerKind::Adam;
   c.strategy.optimizer.lr = 0.01f;
+  c.make_strategy = test::named_strategy("hybrid");
   return c;
 }
 
@@ -94,7 +96,7 @@ TEST(Trainer, AFailingWorkerStopsTheRunWithItsErrorInsteadOfHanging) {
         return std::make_unique<FailingModel>(4, 2, made++ == 2 ? 3 : -1, nan);
       };
       auto c = small_config(3);
-      c.strategy.name = strategy;
+      c.make_strategy = test::named_strategy(strategy);
       c.comm_timeout = std::chrono::seconds(30);
       try {
         train(c, data, nullptr, factory);
@@ -132,7 +134,7 @@ TEST(Trainer, AWorkerThatNeverArrivesIsNamedInATimeout) {
       return std::make_unique<StallingModel>(4, 2, made++ == 1 ? 2 : -1);
     };
     auto c = small_config(3);
-    c.strategy.name = strategy;
+    c.make_strategy = test::named_strategy(strategy);
     c.comm_timeout = std::chrono::milliseconds(100);
     try {
       train(c, data, nullptr, factory);
@@ -154,8 +156,18 @@ TEST(RunReport, HoldsConfigEpochsLossCurveAndBytes) {
   auto c = small_config(2);
   c.log_every = 3;
   auto r = train(c, data, &data, test::softmax_factory(data));
-  auto report = make_run_report({{"model", "softmax"}}, r);
-  EXPECT_EQ(report["config"]["model"], "softmax");
+  RunPlan plan;
+  plan.model = SoftmaxOptions{};
+  plan.run.workers = 2;
+  World world;
+  world.workers = 2;
+  auto report = make_report(plan, world, r, {{"ptrain", "train"}, utc_now()});
+  EXPECT_EQ(report["schema_version"], kReportSchemaVersion);
+  EXPECT_EQ(report["plan"]["model"]["name"], "softmax");
+  EXPECT_EQ(report["run"]["workers"], 2);
+  EXPECT_EQ(report["command_line"][1], "train");
+  EXPECT_FALSE(report["ptrain"]["commit"].get<std::string>().empty());
+  EXPECT_GE(report["loss_curve"][0]["seconds"].get<double>(), 0.0);
   EXPECT_EQ(report["epochs"].size(), 2u);
   EXPECT_EQ(report["loss_curve"][0]["step"], 3);
   EXPECT_EQ(report["comm"].size(), 2u);

@@ -1,10 +1,9 @@
-#include "model/torch/model_factory.hpp"
+#include "model/torch_models.hpp"
 
 #include <mutex>
 
 #include "core/error.hpp"
 #include "model/blas_check.hpp"
-#include "model/softmax_regression.hpp"
 #include "model/torch/flat_module.hpp"
 
 namespace ptrain {
@@ -21,7 +20,7 @@ torch::nn::Sequential make_mlp(const std::vector<int64_t>& hidden, int64_t input
   torch::nn::Sequential net{torch::nn::Flatten()};
   int64_t width = inputs;
   for (int64_t h : hidden) {
-    if (h <= 0) throw Error("--hidden: widths must be positive (got " + std::to_string(h) + ")");
+    if (h <= 0) throw Error("model mlp: hidden widths must be positive (got " + std::to_string(h) + ")");
     net->push_back(torch::nn::Linear(width, h));
     net->push_back(torch::nn::ReLU());
     width = h;
@@ -33,7 +32,7 @@ torch::nn::Sequential make_mlp(const std::vector<int64_t>& hidden, int64_t input
 // Two conv+pool blocks and two fully connected layers, for {C, H, W} images.
 torch::nn::Sequential make_cnn(const std::vector<int64_t>& shape, int64_t classes) {
   if (shape.size() != 3 || shape[1] < 4 || shape[2] < 4)
-    throw Error("--model cnn: needs image samples of shape {channels, height, width} of at least 4x4");
+    throw Error("model cnn: needs image samples of shape {channels, height, width} of at least 4x4");
   namespace nn = torch::nn;
   const int64_t h = shape[1] / 2 / 2, w = shape[2] / 2 / 2;
   return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(shape[0], 16, 5).padding(2)), nn::ReLU(),
@@ -44,19 +43,22 @@ torch::nn::Sequential make_cnn(const std::vector<int64_t>& shape, int64_t classe
 
 }  // namespace
 
-std::unique_ptr<Model> make_model(const ModelConfig& config, const std::vector<int64_t>& sample_shape,
-                                  int classes) {
-  if (config.name == "softmax")
-    return std::make_unique<SoftmaxRegression>(static_cast<size_t>(product(sample_shape)), classes,
-                                               config.init_seed);
-  // torch's initialisers draw from its global generator: seed it and build under one lock.
-  static std::mutex init_mutex;
-  std::lock_guard lock(init_mutex);
-  torch::manual_seed(config.init_seed);
-  if (config.name == "mlp")
-    return std::make_unique<FlatModule>("mlp", make_mlp(config.hidden, product(sample_shape), classes));
-  if (config.name == "cnn") return std::make_unique<FlatModule>("cnn", make_cnn(sample_shape, classes));
-  throw Error("--model: unknown model '" + config.name + "' (choose mlp, cnn or softmax)");
+// torch's initialisers draw from its global generator: seed it and build under one lock.
+static std::mutex& init_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::unique_ptr<Model> MlpOptions::make(const ModelInput& input) const {
+  std::lock_guard lock(init_mutex());
+  torch::manual_seed(input.seed);
+  return std::make_unique<FlatModule>("mlp", make_mlp(hidden, product(input.sample_shape), input.classes));
+}
+
+std::unique_ptr<Model> CnnOptions::make(const ModelInput& input) const {
+  std::lock_guard lock(init_mutex());
+  torch::manual_seed(input.seed);
+  return std::make_unique<FlatModule>("cnn", make_cnn(input.sample_shape, input.classes));
 }
 
 void set_compute_threads(int n) {

@@ -1,0 +1,289 @@
+#include "cli/plan_flags.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+namespace ptrain {
+
+namespace {
+
+std::string dashed(std::string_view field) {
+  std::string out(field);
+  for (char& c : out)
+    if (c == '_') c = '-';
+  return out;
+}
+
+// The flag of `field` of the kind `kind` in plan section `section`.
+std::string flag_for(std::string_view section, std::string_view kind, std::string_view field) {
+  if (section == "data" && field == "dir") return "--data";
+  if (section == "run" && field.starts_with("straggler_")) return "--straggler";
+  if (section == "codec") return "--" + std::string(kind) + "-" + dashed(field);
+  return "--" + dashed(field);
+}
+
+// The flags that choose a section's kind.
+struct NameFlag {
+  const char* flag;
+  const char* section;
+};
+constexpr NameFlag kNameFlags[] = {{"--model", "model"},         {"--data-set", "data"},
+                                   {"--optimizer", "optimizer"}, {"--strategy", "strategy"},
+                                   {"--compress", "codec"}};
+
+// One flag: the fields it sets, by kind.
+struct FlagInfo {
+  std::string section;
+  std::string help;
+  std::string kind;  // what it takes: INT, NUMBER, a|b, ...
+  bool is_bool = false;
+  std::vector<std::pair<std::string, std::string>> defaults;  // (kind name, default text)
+  size_t kinds_in_section = 0;
+};
+
+template <class Registry, class F>
+void for_each_kind(F&& f) {
+  for (auto name : Registry::names()) {
+    auto choice = *Registry::make(name);
+    std::visit(f, choice);
+  }
+}
+
+template <class Options>
+void collect(std::string_view section, std::string_view kind, const Options& o, size_t kinds,
+             std::map<std::string, FlagInfo>& flags) {
+  Options::fields(o, [&](const char* field, const auto& value, const char* help, const Range&) {
+    using T = std::decay_t<decltype(value)>;
+    const std::string flag = flag_for(section, kind, field);
+    FlagInfo& info = flags[flag];
+    info.section = section;
+    info.help = help;
+    info.kind = field_kind<T>();
+    info.is_bool = std::is_same_v<T, bool>;
+    info.defaults.emplace_back(kind, field_text(value));
+    info.kinds_in_section = kinds;
+  });
+}
+
+std::map<std::string, FlagInfo> all_flags() {
+  std::map<std::string, FlagInfo> flags;
+  auto each = [&]<class Registry>(const char* section) {
+    for_each_kind<Registry>([&](const auto& o) {
+      collect(section, std::decay_t<decltype(o)>::name, o, Registry::names().size(), flags);
+    });
+  };
+  each.template operator()<ModelRegistry>("model");
+  each.template operator()<DataRegistry>("data");
+  each.template operator()<OptimizerRegistry>("optimizer");
+  each.template operator()<StrategyRegistry>("strategy");
+  each.template operator()<CodecRegistry>("codec");
+  collect("data", "", DataControls{}, 0, flags);
+  collect("run", "", RunControls{}, 0, flags);
+  flags.erase("--straggler");  // two fields behind one flag: added by hand
+  return flags;
+}
+
+// "[adam: 0.001; sgd, momentum, nesterov: 0.01]" or "[128]"; "(ssp, async)" when not every kind has it.
+std::string describe(const FlagInfo& info) {
+  std::vector<std::pair<std::string, std::string>> by_default;  // (default, kinds)
+  for (const auto& [kind, text] : info.defaults) {
+    auto it = std::find_if(by_default.begin(), by_default.end(), [&](const auto& d) { return d.first == text; });
+    if (it == by_default.end()) by_default.emplace_back(text, kind);
+    else it->second += ", " + kind;
+  }
+  std::string out = info.help;
+  if (by_default.size() == 1) {
+    out += " [default: " + (by_default[0].first.empty() ? "none" : by_default[0].first) + "]";
+  } else {
+    std::string parts;
+    for (const auto& [text, kinds] : by_default) parts += (parts.empty() ? "" : "; ") + kinds + ": " + text;
+    out += " [default " + parts + "]";
+  }
+  if (info.kinds_in_section > 0 && info.defaults.size() < info.kinds_in_section) {
+    std::string kinds;
+    for (const auto& [kind, text] : info.defaults) kinds += (kinds.empty() ? "" : ", ") + kind;
+    out += " (" + std::string(info.section == "codec" ? "compress " : info.section + " ") + kinds + ")";
+  }
+  return out;
+}
+
+const char* group_of(const std::string& section) {
+  if (section == "model") return "Model";
+  if (section == "data") return "Data";
+  if (section == "optimizer") return "Optimizer";
+  if (section == "strategy") return "Strategy";
+  if (section == "codec") return "Compression";
+  return "Run";
+}
+
+template <class Registry>
+std::string kinds_help(const char* what) {
+  std::string out = std::string(what) + ":";
+  for_each_kind<Registry>([&](const auto& o) {
+    using O = std::decay_t<decltype(o)>;
+    out += "\n  " + std::string(O::name) + ": " + std::string(O::summary);
+  });
+  return out;
+}
+
+template <class Registry>
+void set_kind(typename Registry::Choice& choice, const std::string& flag, const std::string& name, const char* what,
+              Problems& problems) {
+  if (name == Registry::name_of(choice)) return;  // keep its fields (from --config)
+  auto made = Registry::make(name);
+  if (!made) return problems.add(flag, ": " + Registry::unknown(what, name));
+  choice = *made;
+}
+
+// Sets the field of `o` whose flag is `flag`; false when `o` has no such field.
+template <class Options>
+bool set_field(Options& o, std::string_view section, const std::string& flag, const std::string& text,
+               Problems& problems) {
+  bool found = false;
+  Options::fields(o, [&](const char* field, auto& value, const char*, const Range&) {
+    if (found || flag_for(section, Options::name, field) != flag) return;
+    found = true;
+    if (auto why = field_from_text(value, text)) problems.add(flag, ": " + *why);
+  });
+  return found;
+}
+
+template <class Options>
+bool set_plain_field(Options& o, std::string_view section, const std::string& flag, const std::string& text,
+                     Problems& problems) {
+  bool found = false;
+  Options::fields(o, [&](const char* field, auto& value, const char*, const Range&) {
+    if (found || flag_for(section, "", field) != flag) return;
+    found = true;
+    if (auto why = field_from_text(value, text)) problems.add(flag, ": " + *why);
+  });
+  return found;
+}
+
+template <class Registry>
+void set_choice_field(typename Registry::Choice& choice, const char* section, const std::string& flag,
+                      const std::string& text, const FlagInfo& info, Problems& problems) {
+  const bool found = std::visit([&](auto& o) { return set_field(o, section, flag, text, problems); }, choice);
+  if (found) return;
+  std::string kinds;
+  for (const auto& [kind, d] : info.defaults) kinds += (kinds.empty() ? "" : ", ") + kind;
+  problems.add(flag, fmt::format(": {} {} has no such option (it is for {} {})",
+                                 std::string_view(section) == "codec" ? "compress" : section,
+                                 Registry::name_of(choice), std::string_view(section) == "codec" ? "compress" : section,
+                                 kinds));
+}
+
+}  // namespace
+
+PlanFlags::PlanFlags(CLI::App& cmd) {
+  for (const auto& [flag, section] : kNameFlags) {
+    std::string help;
+    const std::string s = section;
+    if (s == "model") help = kinds_help<ModelRegistry>("The model");
+    if (s == "data") help = kinds_help<DataRegistry>("The data set");
+    if (s == "optimizer") help = kinds_help<OptimizerRegistry>("The optimizer");
+    if (s == "strategy") help = kinds_help<StrategyRegistry>("How the workers synchronize");
+    if (s == "codec") help = kinds_help<CodecRegistry>("Gradient compression");
+    RunPlan defaults;
+    std::string default_name;
+    if (s == "model") default_name = ModelRegistry::name_of(defaults.model);
+    if (s == "data") default_name = DataRegistry::name_of(defaults.data);
+    if (s == "optimizer") default_name = OptimizerRegistry::name_of(defaults.optimizer);
+    if (s == "strategy") default_name = StrategyRegistry::name_of(defaults.strategy);
+    if (s == "codec") default_name = CodecRegistry::name_of(defaults.codec);
+    const std::string name = flag;
+    cmd.add_option_function<std::string>(
+           name, [this, name](const std::string& text) { given_.emplace_back(name, text); },
+           help + "\n  [default: " + default_name + "]")
+        ->group(group_of(section))
+        ->type_name("NAME");
+    names_.push_back(name);
+  }
+  for (const auto& [flag, info] : all_flags()) {
+    const std::string name = flag;
+    if (info.is_bool) {
+      const std::string negated = "--no-" + name.substr(2);
+      cmd.add_flag_function(name, [this, name](std::int64_t) { given_.emplace_back(name, "true"); },
+                            describe(info) + " (" + negated + " to turn off)")
+          ->group(group_of(info.section));
+      // Listed with its positive form only, so --help shows each switch once, with its true default.
+      cmd.add_flag_function(negated, [this, name](std::int64_t) { given_.emplace_back(name, "false"); })->group("");
+      names_.push_back(negated);
+    } else {
+      cmd.add_option_function<std::string>(
+             name, [this, name](const std::string& text) { given_.emplace_back(name, text); }, describe(info))
+          ->group(group_of(info.section))
+          ->type_name(info.kind);
+    }
+    names_.push_back(name);
+  }
+  cmd.add_option_function<std::string>(
+         "--straggler", [this](const std::string& text) { given_.emplace_back("--straggler", text); },
+         "RANK:FACTOR makes worker RANK compute FACTOR times slower (for experiments) [default: none]")
+      ->group("Run")
+      ->type_name("RANK:FACTOR");
+  names_.push_back("--straggler");
+}
+
+RunPlan PlanFlags::apply(RunPlan plan, Problems& problems) const {
+  for (const auto& [flag, text] : given_) {
+    if (flag == "--model") set_kind<ModelRegistry>(plan.model, flag, text, "model", problems);
+    if (flag == "--data-set") set_kind<DataRegistry>(plan.data, flag, text, "data set", problems);
+    if (flag == "--optimizer") set_kind<OptimizerRegistry>(plan.optimizer, flag, text, "optimizer", problems);
+    if (flag == "--strategy") set_kind<StrategyRegistry>(plan.strategy, flag, text, "strategy", problems);
+    if (flag == "--compress") set_kind<CodecRegistry>(plan.codec, flag, text, "codec", problems);
+  }
+  const auto flags = all_flags();
+  for (const auto& [flag, text] : given_) {
+    if (flag == "--straggler") {
+      const size_t colon = text.find(':');
+      int rank = -1;
+      double factor = 0;
+      if (colon == std::string::npos || field_from_text(rank, text.substr(0, colon)) ||
+          field_from_text(factor, text.substr(colon + 1)) || rank < 0 || !(factor >= 1) || !std::isfinite(factor)) {
+        problems.add(flag, "'" + text + "': expected RANK:FACTOR with FACTOR >= 1, e.g. 3:4");
+        continue;
+      }
+      plan.run.straggler_rank = rank;
+      plan.run.straggler_factor = factor;
+      continue;
+    }
+    auto it = flags.find(flag);
+    if (it == flags.end()) continue;  // a name flag
+    const FlagInfo& info = it->second;
+    const std::string& section = info.section;
+    if (section == "run") set_plain_field(plan.run, "run", flag, text, problems);
+    else if (section == "data" && set_plain_field(plan.data_controls, "data", flag, text, problems)) continue;
+    else if (section == "data") set_choice_field<DataRegistry>(plan.data, "data", flag, text, info, problems);
+    else if (section == "model") set_choice_field<ModelRegistry>(plan.model, "model", flag, text, info, problems);
+    else if (section == "optimizer")
+      set_choice_field<OptimizerRegistry>(plan.optimizer, "optimizer", flag, text, info, problems);
+    else if (section == "strategy")
+      set_choice_field<StrategyRegistry>(plan.strategy, "strategy", flag, text, info, problems);
+    else if (section == "codec") set_choice_field<CodecRegistry>(plan.codec, "codec", flag, text, info, problems);
+  }
+  return plan;
+}
+
+std::string PlanFlags::flag_of(const std::string& field, const RunPlan& plan) {
+  const size_t dot = field.find('.');
+  const std::string section = field.substr(0, dot);
+  if (dot == std::string::npos) {
+    for (const auto& [flag, s] : kNameFlags)
+      if (section == s) return flag;
+    return field;
+  }
+  const std::string name = field.substr(dot + 1);
+  std::string kind;
+  if (section == "model") kind = ModelRegistry::name_of(plan.model);
+  if (section == "data") kind = DataRegistry::name_of(plan.data);
+  if (section == "optimizer") kind = OptimizerRegistry::name_of(plan.optimizer);
+  if (section == "strategy") kind = StrategyRegistry::name_of(plan.strategy);
+  if (section == "codec") kind = CodecRegistry::name_of(plan.codec);
+  if (name == "name") return flag_of(section, plan);
+  return flag_for(section, kind, name);
+}
+
+}  // namespace ptrain

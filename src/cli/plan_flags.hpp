@@ -1,0 +1,39 @@
+#pragma once
+// The one place where the plan's fields meet command-line flags. Every field
+// of every registered model, data set, optimizer, strategy and codec becomes
+// a flag (--<field>, codec fields --<codec>-<field>, booleans also --no-<field>);
+// --model, --data-set, --optimizer, --strategy and --compress choose the kinds.
+// A flag for a field the chosen kind does not have is refused, naming the
+// kinds that have it. --help is generated from the registries, with each
+// field's true default.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/problems.hpp"
+#include "plan/run_plan.hpp"
+
+namespace ptrain {
+
+class PlanFlags {
+ public:
+  // Adds every flag to `cmd`.
+  explicit PlanFlags(CLI::App& cmd);
+
+  // The plan: `base` (the defaults or a --config file) with the flags given on
+  // the command line applied in order. Problems name the flags.
+  RunPlan apply(RunPlan base, Problems& problems) const;
+
+  // The flag a plan field is known by here ("codec.density" -> "--dgc-density").
+  static std::string flag_of(const std::string& field, const RunPlan& plan);
+
+  // Every flag name, for typo suggestions.
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> given_;  // (flag, text), in command-line order
+  std::vector<std::string> names_;
+};
+
+}  // namespace ptrain

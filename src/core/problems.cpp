@@ -1,0 +1,21 @@
+#include "core/problems.hpp"
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+std::string Problems::joined(const std::function<std::string(const std::string&)>& rename) const {
+  std::string out;
+  for (const Problem& p : list_) {
+    if (!out.empty()) out += "; ";
+    const std::string field = rename ? rename(p.field) : p.field;
+    out += field.empty() ? p.message : field + (p.message.starts_with(":") ? "" : " ") + p.message;
+  }
+  return out;
+}
+
+void Problems::throw_if_any(const std::function<std::string(const std::string&)>& rename) const {
+  if (!empty()) throw Error(joined(rename));
+}
+
+}  // namespace ptrain

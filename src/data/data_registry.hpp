@@ -1,0 +1,37 @@
+#pragma once
+// The data sets a run can choose (--data-set, the plan's `data`). Adding one is
+// its options struct (`name`, `fields`, `check`, `load`) and one line below.
+#include <string>
+#include <string_view>
+
+#include "core/dataset.hpp"
+#include "core/fields.hpp"
+#include "core/problems.hpp"
+#include "core/registry.hpp"
+#include "data/fashion_mnist.hpp"
+
+namespace ptrain {
+
+// A training set and a test set with the same sample shape and classes.
+struct LoadedData {
+  Dataset train, test;
+};
+
+struct FashionMnistOptions {
+  static constexpr std::string_view name = "fashion-mnist";
+  static constexpr std::string_view summary =
+      "Fashion-MNIST (or MNIST) IDX files, gzipped or not (Debian: dataset-fashion-mnist)";
+  std::string dir = kDefaultFashionMnistDir;
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit("dir", s.dir, "directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]", Range{});
+  }
+  // What can be known without reading the files: that they are there.
+  void check(const std::string& prefix, Problems& problems) const;
+  LoadedData load() const;
+};
+
+using DataRegistry = Registry<FashionMnistOptions>;
+using DataChoice = DataRegistry::Choice;
+
+}  // namespace ptrain

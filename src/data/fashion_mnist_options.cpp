@@ -1,0 +1,18 @@
+#include "core/error.hpp"
+#include "data/data_registry.hpp"
+
+namespace ptrain {
+
+void FashionMnistOptions::check(const std::string& prefix, Problems& problems) const {
+  try {
+    check_fashion_mnist_dir(dir);
+  } catch (const Error& e) {
+    problems.add(prefix + "dir", std::string(": ") + e.what());
+  }
+}
+
+LoadedData FashionMnistOptions::load() const {
+  return {load_fashion_mnist(dir, Split::Train), load_fashion_mnist(dir, Split::Test)};
+}
+
+}  // namespace ptrain

@@ -1,0 +1,15 @@
+#pragma once
+// What a model is built for: the shape of one sample, the classes, and the
+// seed that fixes its initial weights.
+#include <cstdint>
+#include <vector>
+
+namespace ptrain {
+
+struct ModelInput {
+  std::vector<int64_t> sample_shape;  // e.g. {1, 28, 28}
+  int classes = 0;
+  uint64_t seed = 0;  // the same seed gives the same initial parameters
+};
+
+}  // namespace ptrain

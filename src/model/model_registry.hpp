@@ -1,0 +1,21 @@
+#pragma once
+// The models a run can choose (--model, the plan's `model`). Adding one is its
+// options struct (`name`, `fields`, `make(ModelInput)`) and one line below.
+#include <memory>
+
+#include "core/registry.hpp"
+#include "model/model_config.hpp"
+#include "model/softmax_regression.hpp"
+#include "model/torch_models.hpp"
+
+namespace ptrain {
+
+using ModelRegistry = Registry<MlpOptions, CnnOptions, SoftmaxOptions>;
+using ModelChoice = ModelRegistry::Choice;
+
+std::unique_ptr<Model> make_model(const ModelChoice& choice, const ModelInput& input);
+
+// The older call: by name, with the MLP's widths. Throws ptrain::Error for an unknown name.
+std::unique_ptr<Model> make_model(const ModelConfig& config, const std::vector<int64_t>& sample_shape, int classes);
+
+}  // namespace ptrain

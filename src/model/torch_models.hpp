@@ -1,0 +1,39 @@
+#pragma once
+// The built-in LibTorch models. The options are torch-free so that the plan can
+// name them; make() lives in model/torch/torch_models.cpp (and, in a build
+// without LibTorch, model/without_torch/ says so).
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "core/fields.hpp"
+#include "core/model.hpp"
+#include "model/model_input.hpp"
+
+namespace ptrain {
+
+struct MlpOptions {
+  static constexpr std::string_view name = "mlp";
+  static constexpr std::string_view summary = "multi-layer perceptron: Linear and ReLU layers (LibTorch)";
+  std::vector<int64_t> hidden = {128};
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit("hidden", s.hidden, "hidden widths, comma-separated", Range{});
+  }
+  std::unique_ptr<Model> make(const ModelInput& input) const;
+};
+
+struct CnnOptions {
+  static constexpr std::string_view name = "cnn";
+  static constexpr std::string_view summary =
+      "two conv+pool blocks and two fully connected layers, for images (LibTorch)";
+  template <class Self, class Visit>
+  static void fields(Self&, Visit&&) {}
+  std::unique_ptr<Model> make(const ModelInput& input) const;
+};
+
+// `n` LibTorch intra-op threads and `n` OpenBLAS threads per worker, so that
+// workers do not oversubscribe the cores.
+void set_compute_threads(int n);
+
+}  // namespace ptrain

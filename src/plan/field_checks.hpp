@@ -1,0 +1,25 @@
+#pragma once
+// The range checks of an options struct's fields (core/fields.hpp), reported
+// as problems named "<prefix><field>".
+#include <string>
+
+#include "core/fields.hpp"
+#include "core/problems.hpp"
+
+namespace ptrain {
+
+template <class Options>
+void check_field_ranges(const Options& options, const std::string& prefix, Problems& problems) {
+  Options::fields(options, [&](const char* name, const auto& value, const char*, const Range& range) {
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+      if (value.empty()) problems.add(prefix + name, "needs at least one value");
+      for (int64_t v : value)
+        if (v < 1) problems.add(prefix + name, "values must be positive (got " + std::to_string(v) + ")");
+    } else if (const auto number = field_number(value); number && !range.contains(*number)) {
+      problems.add(prefix + name, range.requirement() + " (got " + field_text(value) + ")");
+    }
+  });
+}
+
+}  // namespace ptrain

@@ -1,0 +1,171 @@
+#include "plan/plan_json.hpp"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+namespace {
+
+using nlohmann::json;
+
+template <class T>
+json field_json(const T& v) {
+  if constexpr (NamedEnum<T> || std::is_same_v<T, ByteSize>) return field_text(v);
+  else return v;
+}
+
+template <class Options>
+void write_fields(const Options& o, json& out) {
+  Options::fields(o, [&](const char* name, const auto& value, const char*, const Range&) { out[name] = field_json(value); });
+}
+
+template <class Choice>
+json choice_json(const Choice& c) {
+  return std::visit(
+      [](const auto& o) {
+        json out = {{"name", std::string(std::decay_t<decltype(o)>::name)}};
+        write_fields(o, out);
+        return out;
+      },
+      c);
+}
+
+// Reads one field from JSON; a wrong type is a problem.
+template <class T>
+void read_value(const json& j, T& v, const std::string& path, Problems& problems) {
+  auto wrong = [&](const char* expected) { problems.add(path, std::string(": expected ") + expected + ", got " + j.dump()); };
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!j.is_boolean()) return wrong("true or false");
+    v = j.get<bool>();
+  } else if constexpr (NamedEnum<T> || std::is_same_v<T, ByteSize> || std::is_same_v<T, std::string>) {
+    if constexpr (std::is_same_v<T, ByteSize>)
+      if (j.is_number_unsigned()) return (void)(v.bytes = j.get<size_t>());
+    if (!j.is_string()) return wrong("a string");
+    if (auto why = field_from_text(v, j.get<std::string>())) problems.add(path, ": " + *why);
+  } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+    if (!j.is_array()) return wrong("an array of integers");
+    std::vector<int64_t> out;
+    for (const auto& x : j) {
+      if (!x.is_number_integer()) return wrong("an array of integers");
+      out.push_back(x.get<int64_t>());
+    }
+    v = std::move(out);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!j.is_number()) return wrong("a number");
+    const double x = j.get<double>();
+    if (std::isfinite(x) && std::fabs(x) > static_cast<double>(std::numeric_limits<T>::max()))
+      return problems.add(path, "is out of range (got " + j.dump() + ")");
+    v = static_cast<T>(x);
+  } else {
+    // Integers: through their text, so that negatives, fractions and overflow are refused alike.
+    if (!j.is_number_integer()) return wrong("an integer");
+    if (auto why = field_from_text(v, j.dump())) problems.add(path, ": " + *why);
+  }
+}
+
+template <class Options>
+void read_fields(const json& j, Options& o, const std::string& prefix, const std::vector<std::string>& extra,
+                 Problems& problems, bool report_unknown = true) {
+  std::vector<std::string_view> known;
+  Options::fields(o, [&](const char* name, auto& value, const char*, const Range&) {
+    known.push_back(name);
+    if (auto it = j.find(name); it != j.end()) read_value(*it, value, prefix + name, problems);
+  });
+  if (!report_unknown) return;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "name" || std::find(extra.begin(), extra.end(), key) != extra.end()) continue;
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::vector<std::string_view> all = known;
+    for (const auto& e : extra) all.push_back(e);
+    const auto near = closest_name(key, all);
+    problems.add(prefix + key, std::string("is not a field of ") + prefix.substr(0, prefix.size() - 1) +
+                                   (near ? " (did you mean " + *near + "?)" : ""));
+  }
+}
+
+template <class Registry>
+void read_choice(const json& j, typename Registry::Choice& choice, const std::string& section, const char* what,
+                 const std::vector<std::string>& extra, Problems& problems) {
+  if (!j.is_object()) return problems.add(section, "expected an object with \"name\", got " + j.dump());
+  if (auto it = j.find("name"); it != j.end()) {
+    if (!it->is_string()) return problems.add(section + ".name", "expected a string, got " + it->dump());
+    const std::string name = it->get<std::string>();
+    if (name != Registry::name_of(choice)) {
+      auto made = Registry::make(name);
+      if (!made) return problems.add(section + ".name", ": " + Registry::unknown(what, name));
+      choice = *made;
+    }
+  }
+  std::visit([&](auto& o) { read_fields(j, o, section + ".", extra, problems); }, choice);
+}
+
+}  // namespace
+
+json plan_to_json(const RunPlan& plan) {
+  json data = choice_json(plan.data);
+  write_fields(plan.data_controls, data);
+  json run;
+  write_fields(plan.run, run);
+  return {{"model", choice_json(plan.model)},       {"data", data},
+          {"optimizer", choice_json(plan.optimizer)}, {"strategy", choice_json(plan.strategy)},
+          {"codec", choice_json(plan.codec)},         {"run", run}};
+}
+
+RunPlan plan_from_json(const json& j, RunPlan plan, const std::string& where, Problems& problems) {
+  Problems found;
+  if (!j.is_object()) {
+    problems.add(where, "a plan is a JSON object, got " + std::string(j.type_name()));
+    return plan;
+  }
+  std::vector<std::string> data_extra;
+  DataControls::fields(plan.data_controls, [&](const char* name, auto&, const char*, const Range&) { data_extra.push_back(name); });
+  for (const auto& [key, value] : j.items()) {
+    if (key == "model") read_choice<ModelRegistry>(value, plan.model, "model", "model", {}, found);
+    else if (key == "data") {
+      read_choice<DataRegistry>(value, plan.data, "data", "data set", data_extra, found);
+      if (value.is_object()) read_fields(value, plan.data_controls, "data.", {}, found, /*report_unknown=*/false);
+    } else if (key == "optimizer") read_choice<OptimizerRegistry>(value, plan.optimizer, "optimizer", "optimizer", {}, found);
+    else if (key == "strategy") read_choice<StrategyRegistry>(value, plan.strategy, "strategy", "strategy", {}, found);
+    else if (key == "codec") read_choice<CodecRegistry>(value, plan.codec, "codec", "codec", {}, found);
+    else if (key == "run") {
+      if (!value.is_object()) found.add("run", "expected an object, got " + value.dump());
+      else read_fields(value, plan.run, "run.", {}, found);
+    } else {
+      static constexpr std::array<std::string_view, 6> sections = {"model", "data", "optimizer", "strategy", "codec", "run"};
+      const auto near = closest_name(key, sections);
+      found.add(key, std::string("is not a section of a plan") + (near ? " (did you mean " + *near + "?)" : ""));
+    }
+  }
+  for (const auto& p : found.list()) problems.add(where.empty() ? p.field : where + ": " + p.field, p.message);
+  return plan;
+}
+
+RunPlan read_plan_file(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) throw Error("plan file " + path + ": no such file");
+  if (!S_ISREG(st.st_mode)) throw Error("plan file " + path + ": not a regular file");
+  if (st.st_size > (64 << 20)) throw Error("plan file " + path + ": larger than 64 MiB, not a plan");
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) throw Error("plan file " + path + ": cannot be read");
+  json j;
+  try {
+    j = json::parse(text.str(), nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    throw Error("plan file " + path + ": not valid JSON (" + std::string(e.what()) + ")");
+  }
+  // A run report holds its plan under "plan".
+  if (j.is_object() && j.contains("schema_version") && j.contains("plan")) j = j["plan"];
+  Problems problems;
+  RunPlan plan = plan_from_json(j, RunPlan{}, "", problems);
+  if (!problems.empty()) throw Error("plan file " + path + ": " + problems.joined());
+  return plan;
+}
+
+}  // namespace ptrain

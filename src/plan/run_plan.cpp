@@ -1,0 +1,61 @@
+#include "plan/run_plan.hpp"
+
+#include <fmt/format.h>
+
+#include "plan/field_checks.hpp"
+
+namespace ptrain {
+
+namespace {
+
+template <class Choice>
+void check_choice(const Choice& choice, const std::string& section, Problems& problems) {
+  std::visit([&](const auto& o) { check_field_ranges(o, section + ".", problems); }, choice);
+}
+
+}  // namespace
+
+Problems check_plan(const RunPlan& plan) {
+  Problems problems;
+  check_choice(plan.model, "model", problems);
+  check_choice(plan.data, "data", problems);
+  check_field_ranges(plan.data_controls, "data.", problems);
+  check_choice(plan.optimizer, "optimizer", problems);
+  check_choice(plan.strategy, "strategy", problems);
+  check_choice(plan.codec, "codec", problems);
+  check_field_ranges(plan.run, "run.", problems);
+
+  const RunControls& run = plan.run;
+  const std::string strategy(StrategyRegistry::name_of(plan.strategy));
+  if (run.workers > 0) check_strategy(plan.strategy, run.workers, "strategy.", problems);
+  if (compresses(plan.codec) && !takes_codec(plan.strategy))
+    problems.add("codec", fmt::format(": the {} strategy exchanges no gradients to compress (got codec {})",
+                                      strategy, CodecRegistry::name_of(plan.codec)));
+  bool correction_required = false;
+  if (takes_momentum(plan.codec, &correction_required) && correction_required &&
+      !std::holds_alternative<MomentumOptions>(plan.optimizer))
+    problems.add("codec.momentum_correction",
+                 fmt::format("on needs the momentum optimizer, whose momentum it takes over (got optimizer {})",
+                             OptimizerRegistry::name_of(plan.optimizer)));
+  if (run.time_limit > 0 && !stops_on_time(plan.strategy))
+    problems.add("run.time_limit", fmt::format("applies to the strategies that stop on time (the parameter "
+                                               "servers), not {}",
+                                               strategy));
+  if (run.straggler_rank >= 0 && run.workers > 0 && run.straggler_rank >= run.workers)
+    problems.add("run.straggler_rank",
+                 fmt::format("is no worker among {} workers (got {})", run.workers, run.straggler_rank));
+  if (run.straggler_rank < 0 && run.straggler_factor != 1)
+    problems.add("run.straggler_factor", "applies only with a straggler (run.straggler_rank)");
+  return problems;
+}
+
+Effective effective_optimizer_and_codec(const RunPlan& plan) {
+  Effective e{optimizer_config(plan.optimizer), CodecConfig{plan.codec, plan.run.seed, 0}};
+  if (takes_momentum(plan.codec) && e.optimizer.kind == OptimizerKind::Momentum) {
+    e.codec.momentum = e.optimizer.momentum;
+    e.optimizer.kind = OptimizerKind::Sgd;
+  }
+  return e;
+}
+
+}  // namespace ptrain

@@ -1,0 +1,108 @@
+#pragma once
+// A run, typed: the model, the data, the optimizer, the strategy, the codec and
+// the run's controls. Each of the first five is a registry's choice (one of
+// its options structs, with only its own fields), not a bag of every flag.
+// check() finds every impossible or inapplicable combination at once and
+// names the plan's fields ("strategy.backup"), never a command-line flag.
+// A plan is read from and written to JSON (plan/plan_json.hpp), and every run
+// report embeds the plan it ran, so a report replays its run.
+#include <cstdint>
+#include <string>
+
+#include "compress/codec_registry.hpp"
+#include "core/fields.hpp"
+#include "core/problems.hpp"
+#include "data/data_registry.hpp"
+#include "model/model_registry.hpp"
+#include "optim/optimizer_registry.hpp"
+#include "plan/strategy_registry.hpp"
+
+namespace ptrain {
+
+// Where the workers run: threads of this process, or MPI ranks (under
+// mpirun); auto picks mpi when mpirun started the process.
+enum class Backend { Auto, Local, Mpi };
+template <>
+struct EnumText<Backend> {
+  static constexpr std::array<std::string_view, 3> names = {"auto", "local", "mpi"};
+};
+
+// The plan's "run" section: how long, how many, how repeatable.
+struct RunControls {
+  static constexpr std::string_view name = "run";
+  Backend backend = Backend::Auto;
+  int workers = 0;  // 0: one per core (threads), or the ranks less the servers (mpi)
+  size_t batch = 32;  // per worker
+  double epochs = 3;  // passes over the training set; fractions allowed
+  size_t max_steps = 0;  // steps per worker at most (0: no limit)
+  uint64_t seed = 42;  // data order, initial weights, codec randomness
+  double time_limit = 0;  // seconds of training (0: none); strategies that stop on time
+  size_t log_every = 10;  // a loss point every k steps
+  double comm_timeout = 60;  // seconds a worker waits for the others before failing
+  int threads_per_worker = 1;  // LibTorch and OpenBLAS threads per worker
+  bool pin = true;  // worker r on the r-th core the process may use
+  int straggler_rank = -1;  // this worker computes straggler_factor times slower (-1: none)
+  double straggler_factor = 1;
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit("backend", s.backend, "auto, local (threads) or mpi (ranks under mpirun)", Range{});
+    visit("workers", s.workers, "workers (threads; under mpirun, the ranks less the servers); 0: one per core",
+          Range::non_negative());
+    visit("batch", s.batch, "mini-batch size per worker", Range::at_least(1));
+    visit("epochs", s.epochs, "passes over the training set (fractions allowed)", Range::positive());
+    visit("max_steps", s.max_steps, "stop after this many steps per worker (0: no limit)", Range{});
+    visit("seed", s.seed, "seed for data order, initial weights and codecs", Range{});
+    visit("time_limit", s.time_limit, "stop after this many seconds of training (0: no limit)",
+          Range::between(0, 1e9));
+    visit("log_every", s.log_every, "record the loss every k steps", Range::at_least(1));
+    visit("comm_timeout", s.comm_timeout, "seconds a worker waits for the others before failing",
+          Range{0, 1e6, true, false});
+    visit("threads_per_worker", s.threads_per_worker, "LibTorch and OpenBLAS threads per worker",
+          Range::between(1, 1024));
+    visit("pin", s.pin, "pin worker r to the r-th core the process may use", Range{});
+    visit("straggler_rank", s.straggler_rank, "this worker computes straggler_factor times slower (-1: none)",
+          Range::at_least(-1));
+    visit("straggler_factor", s.straggler_factor, "how much slower the straggler computes",
+          Range::between(1, 1e6));
+  }
+};
+
+// The plan's "data" section besides the data set's own fields.
+struct DataControls {
+  bool standardize = true;   // pixels standardised with the training set's mean and deviation
+  size_t train_samples = 0;  // only the first N training samples (0: all)
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit("standardize", s.standardize,
+          "standardise features with the training set's mean and deviation (else as loaded)", Range{});
+    visit("train_samples", s.train_samples, "use only the first N training samples (0: all)", Range{});
+  }
+};
+
+struct RunPlan {
+  ModelChoice model = MlpOptions{};
+  DataChoice data = FashionMnistOptions{};
+  DataControls data_controls;
+  OptimizerChoice optimizer = AdamOptions{};
+  StrategyChoice strategy = HybridOptions{};
+  CodecChoice codec = NoCompression{};
+  RunControls run;
+};
+
+// Every problem of the plan, naming fields: ranges, and the combinations that
+// cannot run (a codec on a strategy that exchanges nothing, DGC's momentum
+// correction without the momentum optimizer, a time limit on a strategy that
+// cannot stop on time, a backup count the workers cannot cover...). Reads no
+// file; `workers` is checked against what it must cover when it is known (> 0).
+Problems check_plan(const RunPlan& plan);
+
+// The optimizer and codec a run really uses. DGC's momentum correction takes
+// over a momentum optimizer's momentum: the codec applies it, and the
+// optimizer becomes plain SGD with the same learning rate and weight decay.
+struct Effective {
+  OptimizerConfig optimizer;
+  CodecConfig codec;
+};
+Effective effective_optimizer_and_codec(const RunPlan& plan);
+
+}  // namespace ptrain

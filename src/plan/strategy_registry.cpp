@@ -1,0 +1,54 @@
+#include "plan/strategy_registry.hpp"
+
+namespace ptrain {
+
+bool takes_codec(const StrategyChoice& s) {
+  return std::visit(
+      [](const auto& o) {
+        if constexpr (requires { std::decay_t<decltype(o)>::takes_codec; }) return std::decay_t<decltype(o)>::takes_codec;
+        else return false;
+      },
+      s);
+}
+
+bool distributed(const StrategyChoice& s) {
+  return std::visit(
+      [](const auto& o) {
+        if constexpr (requires { std::decay_t<decltype(o)>::distributed; }) return std::decay_t<decltype(o)>::distributed;
+        else return false;
+      },
+      s);
+}
+
+bool stops_on_time(const StrategyChoice& s) {
+  return std::visit(
+      [](const auto& o) {
+        if constexpr (requires { std::decay_t<decltype(o)>::stops_on_time; })
+          return std::decay_t<decltype(o)>::stops_on_time;
+        else return false;
+      },
+      s);
+}
+
+int servers_of(const StrategyChoice& s) {
+  return std::visit(
+      [](const auto& o) {
+        if constexpr (requires { o.servers; }) return o.servers;
+        else return 0;
+      },
+      s);
+}
+
+void check_strategy(const StrategyChoice& s, int workers, const std::string& prefix, Problems& problems) {
+  std::visit(
+      [&](const auto& o) {
+        if constexpr (requires { o.check(workers, prefix, problems); }) o.check(workers, prefix, problems);
+      },
+      s);
+}
+
+StrategyFactory strategy_factory_of(const StrategyChoice& s) {
+  return std::visit([](const auto& o) { return strategy_factory(o); }, s);
+}
+
+}  // namespace ptrain

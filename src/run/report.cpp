@@ -1,0 +1,139 @@
+#include "run/report.hpp"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#include "model/blas_check.hpp"
+#include "plan/plan_json.hpp"
+#include "run/build_info.hpp"
+#include "train/run_report.hpp"
+
+namespace ptrain {
+
+namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("model name")) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+nlohmann::json make_report(const RunPlan& plan, const World& world, const RunResult& r,
+                           const ReportContext& context) {
+  nlohmann::json report;
+  report["schema_version"] = kReportSchemaVersion;
+  report["ptrain"] = {{"version", build_info().version}, {"commit", build_info().commit}};
+  report["host"] = {{"name", host_name()},
+                    {"cpu", cpu_model()},
+                    {"cores", std::thread::hardware_concurrency()},
+                    {"blas", detect_blas().library}};
+  report["started_at"] = context.started_at;
+  report["command_line"] = context.command_line;
+  report["plan"] = plan_to_json(plan);
+  report["run"] = {{"backend", field_text(world.backend)},
+                   {"workers", world.workers},
+                   {"servers", world.servers},
+                   {"model", r.model},
+                   {"parameters", r.parameters},
+                   {"train_samples", r.train_samples},
+                   {"test_samples", r.test_samples}};
+  auto& epochs = report["epochs"] = nlohmann::json::array();
+  for (const auto& e : r.epochs)
+    epochs.push_back({{"epoch", e.epoch},
+                      {"steps", e.steps},
+                      {"train_loss", e.train_loss},
+                      {"test_loss", e.test_loss},
+                      {"test_accuracy", e.test_accuracy},
+                      {"seconds", e.seconds},
+                      {"samples_per_s", e.samples_per_s}});
+  auto& curve = report["loss_curve"] = nlohmann::json::array();
+  for (const auto& p : r.loss_curve)
+    curve.push_back({{"step", p.step},
+                     {"loss", p.loss},
+                     {"seconds", p.step <= r.step_seconds.size() ? r.step_seconds[p.step - 1] : 0.0f}});
+  auto& comm = report["comm"] = nlohmann::json::array();
+  CodecStats codec_total;
+  for (size_t w = 0; w < r.comm.size(); ++w) {
+    const CodecStats codec = w < r.codec.size() ? r.codec[w] : CodecStats{};
+    codec_total += codec;
+    comm.push_back({{"worker", w},
+                    {"bytes_sent", r.comm[w].bytes_sent},
+                    {"bytes_received", r.comm[w].bytes_received},
+                    {"bytes_sent_per_step", r.steps > 0 ? r.comm[w].bytes_sent / r.steps : 0},
+                    {"collectives", r.comm[w].collectives},
+                    {"codec_dense_bytes", codec.dense_bytes},
+                    {"codec_encoded_bytes", codec.encoded_bytes},
+                    {"codec_saturated", codec.saturated},
+                    {"codec_selected", codec.selected},
+                    {"codec_refinements", codec.refinements}});
+  }
+  report["compression"] = {
+      {"ratio", codec_total.ratio()},           {"steady_ratio", codec_total.steady_ratio()},
+      {"dense_bytes", codec_total.dense_bytes}, {"encoded_bytes", codec_total.encoded_bytes},
+      {"saturated", codec_total.saturated},     {"selected", codec_total.selected},
+      {"refinements", codec_total.refinements}};
+  if (!r.servers.empty()) {
+    // Shard 0's record: every shard applies the same gradients, at about the same staleness.
+    const ServerStats& s = r.servers.front();
+    auto& ps = report["parameter_server"];
+    ps = {{"shards", r.servers.size()},
+          {"updates", s.updates},
+          {"gradients_applied", s.applied()},
+          {"dropped_late", s.dropped_late},
+          {"dropped_stale", s.dropped_stale},
+          {"max_ssp_gap", s.max_clock_gap},
+          {"staleness_histogram", s.staleness.bins},
+          {"staleness_mean", s.mean_staleness()},
+          {"staleness_p99", s.staleness_quantile(0.99)},
+          {"staleness_max", s.max_staleness()},
+          {"worker_steps", r.worker_steps},
+          {"left", r.left}};
+    auto& shards = ps["per_shard"] = nlohmann::json::array();
+    for (const auto& shard : r.servers)
+      shards.push_back({{"updates", shard.updates},
+                        {"gradients_applied", shard.applied()},
+                        {"dropped_stale", shard.dropped_stale},
+                        {"staleness_mean", shard.mean_staleness()},
+                        {"staleness_max", shard.max_staleness()}});
+  }
+  report["summary"] = {
+      {"steps", r.steps},
+      {"samples", r.samples},
+      {"train_seconds", r.train_seconds},
+      {"mean_step_ms", r.steps > 0 ? 1000.0 * r.train_seconds / static_cast<double>(r.steps) : 0.0},
+      {"wall_seconds", r.wall_seconds},
+      {"samples_per_s", r.samples_per_s},
+      {"final_test_accuracy", r.epochs.empty() ? 0.0 : r.epochs.back().test_accuracy},
+      {"final_train_loss", r.epochs.empty() ? 0.0 : r.epochs.back().train_loss},
+      {"final_params_fnv1a64", params_fingerprint(r.final_params)}};
+  auto& notes = report["summary"]["notes"] = nlohmann::json::object();
+  for (const auto& [label, text] : r.notes) notes[label] = text;
+  return report;
+}
+
+}  // namespace ptrain

@@ -1,0 +1,97 @@
+#include "run/run.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "model/model_registry.hpp"
+
+namespace ptrain {
+
+namespace {
+
+LoadedData load_data(const RunPlan& plan, const RunInputs& inputs) {
+  LoadedData data = inputs.data ? *inputs.data : std::visit([](const auto& d) { return d.load(); }, plan.data);
+  if (data.train.sample_shape() != data.test.sample_shape() || data.train.num_classes() != data.test.num_classes())
+    throw Error("data: the training and test sets differ in sample shape or classes");
+  if (plan.data_controls.train_samples > 0) data.train = data.train.head(plan.data_controls.train_samples);
+  if (plan.data_controls.standardize) {
+    const auto s = fit_standardization(data.train);
+    apply_standardization(data.train, s);
+    apply_standardization(data.test, s);
+  }
+  return data;
+}
+
+TrainConfig train_config(const RunPlan& plan, const World& world) {
+  const RunControls& run = plan.run;
+  const Effective effective = effective_optimizer_and_codec(plan);
+  TrainConfig c;
+  c.make_strategy = strategy_factory_of(plan.strategy);
+  c.strategy.optimizer = effective.optimizer;
+  c.strategy.codec = effective.codec;
+  c.strategy.time_limit_seconds = run.time_limit;
+  c.workers = world.workers;
+  c.batch = run.batch;
+  c.epochs = run.epochs;
+  c.max_steps = run.max_steps;
+  c.seed = run.seed;
+  c.log_every = run.log_every;
+  c.comm_timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
+  c.pin_workers = run.pin;
+  c.straggler_rank = run.straggler_rank;
+  c.straggler_factor = run.straggler_factor;
+  c.time_limit_s = run.time_limit;
+  return c;
+}
+
+}  // namespace
+
+RunPlan resolved_plan(RunPlan plan, const World& world) {
+  plan.run.workers = world.workers;
+  plan.run.backend = world.backend;
+  return plan;
+}
+
+RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks, const RunInputs& inputs) {
+  const RunPlan plan = resolved_plan(given, world);
+  Problems problems = check_plan(plan);
+  if (!inputs.data) std::visit([&](const auto& d) { d.check("data.", problems); }, plan.data);
+  problems.throw_if_any();
+  set_compute_threads(plan.run.threads_per_worker);
+
+  const LoadedData data = load_data(plan, inputs);
+  const ModelInput input{data.train.sample_shape(), data.train.num_classes(), plan.run.seed};
+  const ModelFactory factory = [&]() -> std::unique_ptr<Model> {
+    return inputs.model ? inputs.model(input) : make_model(plan.model, input);
+  };
+  RunStart start;
+  {
+    auto probe = factory();
+    start.model = probe->name();
+    start.parameters = probe->params().size();
+  }
+  start.train_samples = data.train.size();
+  start.test_samples = data.test.size();
+  start.world = &world;
+  if (callbacks.on_start && world.reports()) callbacks.on_start(start);
+
+  const TrainConfig config = train_config(plan, world);
+  TrainCallbacks train_callbacks{callbacks.on_progress, callbacks.on_epoch_end};
+  RunResult result;
+  if (world.backend == Backend::Local) {
+    result = train(config, data.train, &data.test, factory, train_callbacks);
+  } else if (world.is_server()) {
+    serve_on(*world.ranks, config, data.train, factory);
+  } else if (world.worker_ranks) {
+    result = train_on(*world.worker_ranks, *world.ranks, config, data.train, &data.test, factory, train_callbacks);
+  } else {
+    result = train_on(*world.ranks, config, data.train, &data.test, factory, train_callbacks);
+  }
+  result.parameters = start.parameters;
+  result.model = start.model;
+  result.train_samples = start.train_samples;
+  result.test_samples = start.test_samples;
+  return result;
+}
+
+}  // namespace ptrain

@@ -1,0 +1,55 @@
+#include "run/world.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+std::string World::description() const {
+  std::string text =
+      backend == Backend::Mpi
+          ? fmt::format("mpi backend (started by mpirun): {} ranks, one worker each", workers)
+          : fmt::format("local backend: {} workers as threads", workers);
+  if (servers > 0)
+    text += fmt::format(" and {} server shard {}(s)", servers, backend == Backend::Mpi ? "rank" : "thread");
+  return text;
+}
+
+World make_world(const RunPlan& plan) {
+  const RunControls& run = plan.run;
+  const bool under_mpirun = launched_by_mpi();
+  World world;
+  world.servers = servers_of(plan.strategy);
+  world.backend = run.backend == Backend::Auto ? (under_mpirun ? Backend::Mpi : Backend::Local) : run.backend;
+  const std::string strategy(StrategyRegistry::name_of(plan.strategy));
+  if (world.backend == Backend::Mpi && !under_mpirun)
+    throw Error("run.backend mpi: this process was not started by mpirun");
+  if (world.backend == Backend::Local && under_mpirun)
+    throw Error("run.backend local: under mpirun every rank would run all the workers; use backend mpi or auto");
+  if (world.backend == Backend::Local) {
+    world.workers = run.workers > 0 ? run.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return world;
+  }
+  if (!distributed(plan.strategy))
+    throw Error(fmt::format("strategy {}: runs its workers as threads of one process only, not as MPI ranks "
+                            "(run it without mpirun)",
+                            strategy));
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
+  world.ranks = std::make_unique<MpiCommunicator>(timeout);
+  world.workers = world.ranks->size() - world.servers;
+  if (world.workers < 1)
+    throw Error(fmt::format("strategy.servers {}: mpirun started {} ranks, which leaves no worker (start W + S ranks)",
+                            world.servers, world.ranks->size()));
+  if (run.workers > 0 && run.workers != world.workers)
+    throw Error(fmt::format("run.workers {} does not match the {} worker ranks mpirun started (under mpirun the "
+                            "workers are the ranks{})",
+                            run.workers, world.workers, world.servers > 0 ? ", less the servers" : ""));
+  if (world.servers > 0) world.worker_ranks = world.ranks->split(world.rank() < world.workers ? 0 : 1);
+  return world;
+}
+
+}  // namespace ptrain

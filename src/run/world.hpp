@@ -1,0 +1,34 @@
+#pragma once
+// Where a run's workers live: threads of this process (local), or the ranks
+// mpirun started (mpi), each with its role: worker r, or, with parameter
+// servers, shard s on the last S ranks.
+#include <memory>
+#include <string>
+
+#include "comm/mpi_communicator.hpp"
+#include "plan/run_plan.hpp"
+
+namespace ptrain {
+
+struct World {
+  Backend backend = Backend::Local;  // never Auto once made
+  int workers = 0;
+  int servers = 0;
+  // MPI only: every rank, and the worker ranks alone (with servers).
+  std::unique_ptr<MpiCommunicator> ranks, worker_ranks;
+
+  int rank() const { return ranks ? ranks->rank() : 0; }
+  bool is_server() const { return ranks && rank() >= workers; }
+  // The one process that prints and writes: the local process, or rank 0.
+  bool reports() const { return rank() == 0; }
+  // "local backend: 4 workers as threads", "mpi backend (started by mpirun): 4 ranks, one worker each".
+  std::string description() const;
+};
+
+// Resolves run.backend and run.workers (0: one per core, or the ranks mpirun
+// started less the servers) and checks them against the strategy: a strategy
+// that runs only as threads is refused under mpirun at once, as are more
+// workers than ranks. Throws ptrain::Error naming the plan's field.
+World make_world(const RunPlan& plan);
+
+}  // namespace ptrain
