@@ -16,6 +16,8 @@ using nlohmann::json;
 template <class T>
 json field_json(const T& v) {
   if constexpr (NamedEnum<T> || std::is_same_v<T, ByteSize>) return field_text(v);
+  // A float as its shortest text (0.001, not 0.0010000000474974513): read back, it is the same float.
+  else if constexpr (std::is_same_v<T, float>) return std::isfinite(v) ? json(std::stod(field_text(v))) : json(v);
   else return v;
 }
 

@@ -1,0 +1,138 @@
+// The run plan: its checks name fields and find every problem at once, and its
+// JSON form reads back to the same plan.
+#include "plan/run_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "plan/plan_json.hpp"
+#include "test_support.hpp"
+
+namespace ptrain {
+namespace {
+
+TEST(RunPlan, TheDefaultsAreAValidPlan) { EXPECT_TRUE(check_plan(RunPlan{}).empty()) << check_plan(RunPlan{}).joined(); }
+
+TEST(RunPlan, ChecksReportEveryProblemAtOnceNamingFields) {
+  RunPlan plan;
+  plan.run.batch = 0;
+  plan.run.epochs = -1;
+  plan.run.comm_timeout = std::numeric_limits<double>::infinity();
+  plan.run.workers = 4;
+  plan.optimizer = AdamOptions{.lr = 0};
+  PsBackupOptions backup;
+  backup.backup = 4;
+  plan.strategy = backup;
+  DgcOptions dgc;
+  dgc.density = 2;
+  plan.codec = dgc;
+  plan.model = MlpOptions{{128, 0}};
+  const Problems p = check_plan(plan);
+  const std::string all = p.joined();
+  for (const char* expected :
+       {"run.batch must be at least 1 (got 0)", "run.epochs must be > 0 (got -1)",
+        "run.comm_timeout must be in (0, 1e+06] (got inf)", "optimizer.lr must be > 0 (got 0)",
+        "strategy.backup must be below the 4 workers", "codec.density must be in (0, 1] (got 2)",
+        "model.hidden values must be positive (got 0)"})
+    EXPECT_NE(all.find(expected), std::string::npos) << expected << "\n" << all;
+  EXPECT_EQ(all.find('\n'), std::string::npos);
+  EXPECT_EQ(p.list().size(), 7u) << all;
+}
+
+TEST(RunPlan, InapplicableCombinationsAreRefusedWithTheReason) {
+  RunPlan plan;
+  plan.strategy = SequentialOptions{};
+  plan.codec = TopkOptions{};
+  plan.run.time_limit = 10;
+  plan.run.straggler_factor = 2;
+  const std::string all = check_plan(plan).joined();
+  EXPECT_NE(all.find("codec: the sequential strategy exchanges no gradients to compress (got codec topk)"),
+            std::string::npos) << all;
+  EXPECT_NE(all.find("run.time_limit applies to the strategies that stop on time"), std::string::npos) << all;
+  EXPECT_NE(all.find("run.straggler_factor applies only with a straggler"), std::string::npos) << all;
+  plan = RunPlan{};
+  plan.strategy = AsyncOptions{};
+  plan.run.time_limit = 10;
+  EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
+}
+
+TEST(RunPlan, DgcTakesOverTheMomentumOfTheMomentumOptimizerOnly) {
+  RunPlan plan;
+  plan.codec = DgcOptions{};
+  plan.optimizer = MomentumOptions{.lr = 0.05f, .momentum = 0.8f};
+  Effective e = effective_optimizer_and_codec(plan);
+  EXPECT_EQ(e.optimizer.kind, OptimizerKind::Sgd);
+  EXPECT_FLOAT_EQ(e.optimizer.lr, 0.05f);
+  EXPECT_FLOAT_EQ(e.codec.momentum, 0.8f);
+  plan.optimizer = NesterovOptions{};
+  e = effective_optimizer_and_codec(plan);
+  EXPECT_EQ(e.optimizer.kind, OptimizerKind::Nesterov);
+  EXPECT_EQ(e.codec.momentum, 0.0f);
+  std::get<DgcOptions>(plan.codec).momentum_correction = Switch::Off;
+  plan.optimizer = MomentumOptions{};
+  EXPECT_EQ(effective_optimizer_and_codec(plan).optimizer.kind, OptimizerKind::Momentum);
+}
+
+TEST(PlanJson, AWrittenPlanReadsBackTheSame) {
+  RunPlan plan;
+  plan.model = MlpOptions{{256, 64}};
+  SspOptions ssp;
+  ssp.servers = 3;
+  ssp.staleness = 5;
+  ssp.stale_policy = "drop:4";
+  plan.strategy = ssp;
+  Int8Options int8;
+  int8.rounding = Rounding::Stochastic;
+  plan.codec = int8;
+  plan.optimizer = NesterovOptions{.lr = 0.07f, .momentum = 0.85f, .weight_decay = 1e-4f};
+  plan.run.epochs = 0.5;
+  plan.run.seed = 123456789012345ull;
+  plan.data_controls.train_samples = 100;
+  const nlohmann::json j = plan_to_json(plan);
+  Problems problems;
+  const RunPlan back = plan_from_json(j, RunPlan{}, "", problems);
+  EXPECT_TRUE(problems.empty()) << problems.joined();
+  EXPECT_EQ(plan_to_json(back), j);
+  EXPECT_EQ(std::get<NesterovOptions>(back.optimizer).lr, 0.07f);  // the same float, bit for bit
+  EXPECT_EQ(j["optimizer"]["lr"], 0.07);                           // written as its shortest text
+  EXPECT_EQ(j["codec"]["rounding"], "stochastic");
+  EXPECT_EQ(j["strategy"]["name"], "ssp");
+}
+
+TEST(PlanJson, ProblemsNameTheFieldAndSuggestTheClosestName) {
+  const auto j = nlohmann::json::parse(R"({
+      "strategy": {"name": "hybird"},
+      "codec": {"name": "dgc", "densty": 0.1, "warmup": "soon"},
+      "run": {"workers": -2, "batch": 1.5, "seed": 18446744073709551615},
+      "optimiser": {}
+  })");
+  Problems problems;
+  plan_from_json(j, RunPlan{}, "plan.json", problems);
+  const std::string all = problems.joined();
+  for (const char* expected :
+       {"plan.json: strategy.name: unknown strategy 'hybird' (did you mean hybrid?",
+        "plan.json: codec.densty is not a field of codec (did you mean density?)",
+        "plan.json: codec.warmup: expected a number, got \"soon\"", "plan.json: run.batch: expected an integer, got 1.5",
+        "plan.json: optimiser is not a section of a plan (did you mean optimizer?)"})
+    EXPECT_NE(all.find(expected), std::string::npos) << expected << "\n" << all;
+  // A negative worker count is read, then refused by the checks (it is a range problem, not a type one).
+  EXPECT_EQ(all.find("run.workers"), std::string::npos) << all;
+}
+
+TEST(PlanJson, AFileOrAReportIsReadWithItsPathInTheError) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("p.json");
+  std::ofstream(path) << R"({"schema_version": 1, "plan": {"run": {"workers": 3}, "model": {"name": "cnn"}}})";
+  const RunPlan plan = read_plan_file(path);
+  EXPECT_EQ(plan.run.workers, 3);
+  EXPECT_TRUE(std::holds_alternative<CnnOptions>(plan.model));
+  std::ofstream(path) << R"(/* a comment */ {"run": {"workrs": 3}})";
+  EXPECT_EQ(test::error_message([&] { read_plan_file(path); }),
+            "plan file " + path + ": run.workrs is not a field of run (did you mean workers?)");
+  EXPECT_NE(test::error_message([&] { read_plan_file(dir.path().string()); }).find("not a regular file"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ptrain

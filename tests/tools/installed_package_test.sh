@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The installed package as an outside project sees it: `cmake --install` the
+# build tree into a temporary prefix, then configure, build and run
+# examples/residual_cnn against that prefix alone (find_package(ptrain)).
+#   installed_package_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1
+source=$2
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
+test -f "$scratch/prefix/lib/cmake/ptrain/ptrainConfig.cmake"
+test -f "$scratch/prefix/include/ptrain/run/run.hpp"
+test -f "$scratch/prefix/lib/pkgconfig/ptrain.pc"
+# The example must not see the source tree: copy it out.
+cp -r "$source/examples/residual_cnn" "$scratch/example"
+cmake -S "$scratch/example" -B "$scratch/example-build" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
+cmake --build "$scratch/example-build" -j2 >/dev/null
+if grep -q "$source/src" "$scratch/example-build/compile_commands.json" 2>/dev/null; then
+  echo "the example was compiled against the source tree, not the installed headers" >&2
+  exit 1
+fi
+"$scratch/example-build/residual_cnn" --steps 60
