@@ -33,10 +33,11 @@ void ProgressDisplay::progress(const Progress& p) {
 
 void ProgressDisplay::epoch_end(const EpochMetrics& m, size_t epochs) {
   if (terminal_) fmt::print(out_, "\r\x1b[K");
-  fmt::print(
-      out_,
-      "epoch {}/{}  train loss {:.4f}  test loss {:.4f}  test accuracy {:.2f}%  {:.0f} samples/s  {:.1f} s\n",
-      m.epoch, epochs, m.train_loss, m.test_loss, 100 * m.test_accuracy, m.samples_per_s, m.seconds);
+  // The task's figure: accuracy for classification, perplexity for language modelling.
+  const std::string figure = task_ == Task::LanguageModel ? fmt::format("test perplexity {:.3f}", m.test_perplexity)
+                                                          : fmt::format("test accuracy {:.2f}%", 100 * m.test_accuracy);
+  fmt::print(out_, "epoch {}/{}  train loss {:.4f}  test loss {:.4f}  {}  {:.0f} samples/s  {:.1f} s\n", m.epoch,
+             epochs, m.train_loss, m.test_loss, figure, m.samples_per_s, m.seconds);
   std::fflush(out_);
 }
 

@@ -50,8 +50,13 @@ void print_summary(const RunPlan& plan, const RunResult& result) {
   fmt::print("  steps        {} in {} epoch(s), {:.2f} ms each\n", result.steps, result.epochs.size(),
              result.steps > 0 ? 1000.0 * result.train_seconds / static_cast<double>(result.steps) : 0.0);
   for (const auto& [label, text] : result.notes) fmt::print("  {:<12} {}\n", label, text);
-  fmt::print("  test         accuracy {:.2f}%  loss {:.4f}\n", 100 * accuracy,
-             result.epochs.empty() ? 0.0 : result.epochs.back().test_loss);
+  if (result.task == Task::LanguageModel)
+    fmt::print("  test         perplexity {:.3f}  loss {:.4f}  next-token accuracy {:.2f}%\n",
+               result.epochs.empty() ? 0.0 : result.epochs.back().test_perplexity,
+               result.epochs.empty() ? 0.0 : result.epochs.back().test_loss, 100 * accuracy);
+  else
+    fmt::print("  test         accuracy {:.2f}%  loss {:.4f}\n", 100 * accuracy,
+               result.epochs.empty() ? 0.0 : result.epochs.back().test_loss);
   fmt::print("  throughput   {:.0f} samples/s ({:.1f} s training, {:.1f} s wall)\n", result.samples_per_s,
              result.train_seconds, result.wall_seconds);
   fmt::print("  comm         {} sent by the busiest worker\n", mib(sent));
@@ -139,6 +144,7 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
                    plan.run.threads_per_worker, blas.library.empty() ? "not found" : blas.library);
         fmt::print("ptrain: data {}: {} training and {} test samples; batch {} per worker\n",
                    DataRegistry::name_of(plan.data), s.train_samples, s.test_samples, plan.run.batch);
+        display.set_task(s.task);
       };
       callbacks.on_progress = [&](const Progress& p) {
         epochs = p.epochs;

@@ -7,44 +7,56 @@
 namespace ptrain {
 
 Dataset::Dataset(std::string name, std::vector<int64_t> sample_shape, std::vector<float> features,
-                 std::vector<int64_t> labels, int num_classes)
+                 std::vector<int64_t> labels, int num_classes, std::vector<int64_t> label_shape)
     : name_(std::move(name)),
       sample_shape_(std::move(sample_shape)),
       features_(std::move(features)),
       labels_(std::move(labels)),
-      num_classes_(num_classes) {
+      num_classes_(num_classes),
+      label_shape_(std::move(label_shape)) {
   sample_numel_ = 1;
   for (int64_t d : sample_shape_) {
     if (d <= 0) throw Error("data set '" + name_ + "': sample shape has a non-positive dimension");
     sample_numel_ *= static_cast<size_t>(d);
   }
-  if (features_.size() != labels_.size() * sample_numel_)
+  label_numel_ = 1;
+  for (int64_t d : label_shape_) {
+    if (d <= 0) throw Error("data set '" + name_ + "': target shape has a non-positive dimension");
+    label_numel_ *= static_cast<size_t>(d);
+  }
+  if (labels_.size() % label_numel_ != 0)
+    throw Error("data set '" + name_ + "': " + std::to_string(labels_.size()) + " targets do not fit samples of " +
+                std::to_string(label_numel_) + " targets each");
+  if (features_.size() != size() * sample_numel_)
     throw Error("data set '" + name_ + "': " + std::to_string(features_.size()) +
-                " feature values do not fit " + std::to_string(labels_.size()) + " samples of " +
+                " feature values do not fit " + std::to_string(size()) + " samples of " +
                 std::to_string(sample_numel_));
   if (num_classes_ <= 0) throw Error("data set '" + name_ + "': needs at least one class");
   for (size_t i = 0; i < labels_.size(); ++i)
     if (labels_[i] < 0 || labels_[i] >= num_classes_)
       throw Error("data set '" + name_ + "': label " + std::to_string(labels_[i]) + " of sample " +
-                  std::to_string(i) + " is outside [0, " + std::to_string(num_classes_) + ")");
+                  std::to_string(i / label_numel_) + " is outside [0, " + std::to_string(num_classes_) + ")");
 }
 
 Dataset Dataset::head(size_t n) const {
   n = std::min(n, size());
   std::vector<float> f(features_.begin(), features_.begin() + static_cast<std::ptrdiff_t>(n * sample_numel_));
-  std::vector<int64_t> l(labels_.begin(), labels_.begin() + static_cast<std::ptrdiff_t>(n));
-  return Dataset(name_, sample_shape_, std::move(f), std::move(l), num_classes_);
+  std::vector<int64_t> l(labels_.begin(), labels_.begin() + static_cast<std::ptrdiff_t>(n * label_numel_));
+  return Dataset(name_, sample_shape_, std::move(f), std::move(l), num_classes_, label_shape_);
 }
 
 void Batch::gather(const Dataset& data, std::span<const size_t> indices) {
   sample_shape = data.sample_shape();
-  const size_t d = data.sample_numel();
+  label_shape = data.label_shape();
+  count = indices.size();
+  const size_t d = data.sample_numel(), t = data.label_numel();
   features.resize(indices.size() * d);
-  labels.resize(indices.size());
+  labels.resize(indices.size() * t);
   for (size_t k = 0; k < indices.size(); ++k) {
     auto s = data.sample(indices[k]);
     std::copy(s.begin(), s.end(), features.begin() + static_cast<std::ptrdiff_t>(k * d));
-    labels[k] = data.label(indices[k]);
+    auto y = data.targets(indices[k]);
+    std::copy(y.begin(), y.end(), labels.begin() + static_cast<std::ptrdiff_t>(k * t));
   }
 }
 

@@ -1,6 +1,9 @@
 #pragma once
-// An in-memory labelled data set: samples stored row after row as floats, one
-// int64 label each. Knows nothing of files (data/) or of frameworks (model/).
+// An in-memory labelled data set: samples stored row after row as floats, and
+// int64 targets: one class label per sample (classification), or one per
+// position of a sequence sample (language modelling: the next token at each
+// position; token ids are stored exactly as floats, below 2^24). Knows nothing
+// of files (data/) or of frameworks (model/).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -9,23 +12,33 @@
 
 namespace ptrain {
 
+// What the targets say, and so which loss and metrics fit: one class per
+// sample, or a next token per position (model/ computes cross-entropy either way).
+enum class Task { Classification, LanguageModel };
+
 class Dataset {
  public:
   Dataset() = default;
   // sample_shape is the shape of one sample, e.g. {1, 28, 28} for an image.
+  // label_shape is the shape of one sample's targets: {} for one class label,
+  // {T} for a sequence of T next tokens. Every target is in [0, num_classes).
   Dataset(std::string name, std::vector<int64_t> sample_shape, std::vector<float> features,
-          std::vector<int64_t> labels, int num_classes);
+          std::vector<int64_t> labels, int num_classes, std::vector<int64_t> label_shape = {});
 
   const std::string& name() const { return name_; }
-  size_t size() const { return labels_.size(); }
+  size_t size() const { return labels_.size() / label_numel_; }
   size_t sample_numel() const { return sample_numel_; }
   const std::vector<int64_t>& sample_shape() const { return sample_shape_; }
-  int num_classes() const { return num_classes_; }
+  int num_classes() const { return num_classes_; }  // classes, or the vocabulary's size
+  const std::vector<int64_t>& label_shape() const { return label_shape_; }
+  size_t label_numel() const { return label_numel_; }  // targets per sample
+  Task task() const { return label_shape_.empty() ? Task::Classification : Task::LanguageModel; }
 
   std::span<const float> sample(size_t i) const {
     return {features_.data() + i * sample_numel_, sample_numel_};
   }
-  int64_t label(size_t i) const { return labels_[i]; }
+  int64_t label(size_t i) const { return labels_[i * label_numel_]; }  // the (first) target of sample i
+  std::span<const int64_t> targets(size_t i) const { return {labels_.data() + i * label_numel_, label_numel_}; }
   std::span<const float> features() const { return features_; }
   std::span<const int64_t> labels() const { return labels_; }
   std::span<float> mutable_features() { return features_; }
@@ -40,14 +53,18 @@ class Dataset {
   std::vector<float> features_;
   std::vector<int64_t> labels_;
   int num_classes_ = 0;
+  std::vector<int64_t> label_shape_;
+  size_t label_numel_ = 1;
 };
 
 // A mini-batch gathered into contiguous memory, ready for a model.
 struct Batch {
   std::vector<int64_t> sample_shape;
-  std::vector<float> features;  // size() * sample_numel floats
-  std::vector<int64_t> labels;
-  size_t size() const { return labels.size(); }
+  std::vector<int64_t> label_shape;  // {} or {T}, as the data set's
+  std::vector<float> features;       // size() * sample_numel floats
+  std::vector<int64_t> labels;       // size() * label numel targets
+  size_t count = 0;                  // samples
+  size_t size() const { return count; }
 
   // Refills this batch with the given samples of a data set (reuses its memory).
   void gather(const Dataset& data, std::span<const size_t> indices);

@@ -1,6 +1,7 @@
 #pragma once
 // The Model interface every strategy drives. Parameters and gradients are two
 // flat float buffers with the same layout; the layers below see only spans.
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <span>
@@ -11,18 +12,26 @@
 
 namespace ptrain {
 
+// A model's quality over a data set. Which figure matters is the task's
+// (core/dataset.hpp): accuracy for classification, perplexity for language
+// modelling; both come from the same sums.
 struct Metrics {
-  double loss = 0;      // mean cross-entropy
-  double accuracy = 0;  // fraction of samples classified correctly
+  double loss = 0;        // mean cross-entropy per target
+  double accuracy = 0;    // fraction of targets predicted right (the class, or the next token)
+  double perplexity = 0;  // exp(loss): language modelling's figure
   size_t samples = 0;
+  size_t targets = 0;  // one per sample (classification), or one per position
 
-  // From a summed loss and a count of correct answers over `samples` samples.
-  static Metrics from_sums(double loss_sum, size_t correct, size_t samples) {
+  // From a summed loss and a count of right answers over `targets` targets
+  // (0: one per sample).
+  static Metrics from_sums(double loss_sum, size_t correct, size_t samples, size_t targets = 0) {
     Metrics m;
     m.samples = samples;
-    if (samples > 0) {
-      m.loss = loss_sum / static_cast<double>(samples);
-      m.accuracy = static_cast<double>(correct) / static_cast<double>(samples);
+    m.targets = targets > 0 ? targets : samples;
+    if (m.targets > 0) {
+      m.loss = loss_sum / static_cast<double>(m.targets);
+      m.accuracy = static_cast<double>(correct) / static_cast<double>(m.targets);
+      m.perplexity = std::exp(m.loss);
     }
     return m;
   }

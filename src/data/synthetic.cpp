@@ -74,3 +74,34 @@ Dataset make_gaussian_clusters(size_t samples, size_t features, int classes, uin
 }
 
 }  // namespace ptrain
+
+namespace ptrain {
+
+Dataset make_token_sequences(size_t samples, size_t length, int vocabulary, uint64_t seed, float noise) {
+  if (length == 0) throw Error("synthetic sequences: need a length of at least 1");
+  if (vocabulary < 2) throw Error("synthetic sequences: need a vocabulary of at least 2 tokens");
+  if (!(noise >= 0 && noise <= 1)) throw Error("synthetic sequences: noise must be in [0, 1]");
+  const auto v = static_cast<uint64_t>(vocabulary);
+  Rng rng(derive_seed(seed, kNoiseStream));
+  // A fixed successor for every token (a random permutation), followed with
+  // probability 1 - noise: a language a small model can learn, whose best
+  // perplexity is known from `noise`.
+  std::vector<uint64_t> successor(v);
+  for (uint64_t t = 0; t < v; ++t) successor[t] = t;
+  Rng order(derive_seed(seed, kCentreStream));
+  order.shuffle(std::span<uint64_t>(successor));
+  std::vector<float> inputs(samples * length);
+  std::vector<int64_t> targets(samples * length);
+  for (size_t i = 0; i < samples; ++i) {
+    uint64_t token = rng.below(v);
+    for (size_t p = 0; p < length; ++p) {
+      inputs[i * length + p] = static_cast<float>(token);
+      token = rng.uniform() < noise ? rng.below(v) : successor[token];
+      targets[i * length + p] = static_cast<int64_t>(token);
+    }
+  }
+  return Dataset("token-sequences", {static_cast<int64_t>(length)}, std::move(inputs), std::move(targets), vocabulary,
+                 {static_cast<int64_t>(length)});
+}
+
+}  // namespace ptrain

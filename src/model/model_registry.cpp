@@ -12,7 +12,7 @@ std::unique_ptr<Model> make_model(const ModelConfig& config, const std::vector<i
   auto choice = ModelRegistry::make(config.name);
   if (!choice) throw Error("model: " + ModelRegistry::unknown("model", config.name));
   if (auto* mlp = std::get_if<MlpOptions>(&*choice)) mlp->hidden = config.hidden;
-  return make_model(*choice, ModelInput{sample_shape, classes, config.init_seed});
+  return make_model(*choice, ModelInput{sample_shape, classes, {}, config.init_seed});
 }
 
 }  // namespace ptrain

@@ -9,6 +9,8 @@
 namespace ptrain {
 
 std::unique_ptr<Model> SoftmaxOptions::make(const ModelInput& input) const {
+  if (!input.label_shape.empty())
+    throw Error("model softmax: classifies one label per sample; this data set has a target per position");
   size_t features = 1;
   for (int64_t d : input.sample_shape) features *= static_cast<size_t>(d);
   return std::make_unique<SoftmaxRegression>(features, input.classes, input.seed);

@@ -59,6 +59,7 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
                    {"workers", world.workers},
                    {"servers", world.servers},
                    {"model", r.model},
+                   {"task", r.task == Task::LanguageModel ? "language-model" : "classification"},
                    {"parameters", r.parameters},
                    {"train_samples", r.train_samples},
                    {"test_samples", r.test_samples}};
@@ -69,6 +70,7 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
                       {"train_loss", e.train_loss},
                       {"test_loss", e.test_loss},
                       {"test_accuracy", e.test_accuracy},
+                      {"test_perplexity", e.test_perplexity},
                       {"seconds", e.seconds},
                       {"samples_per_s", e.samples_per_s}});
   auto& curve = report["loss_curve"] = nlohmann::json::array();

@@ -11,8 +11,9 @@ namespace {
 
 LoadedData load_data(const RunPlan& plan, const RunInputs& inputs) {
   LoadedData data = inputs.data ? *inputs.data : std::visit([](const auto& d) { return d.load(); }, plan.data);
-  if (data.train.sample_shape() != data.test.sample_shape() || data.train.num_classes() != data.test.num_classes())
-    throw Error("data: the training and test sets differ in sample shape or classes");
+  if (data.train.sample_shape() != data.test.sample_shape() || data.train.num_classes() != data.test.num_classes() ||
+      data.train.label_shape() != data.test.label_shape())
+    throw Error("data: the training and test sets differ in sample shape, target shape or classes");
   if (plan.data_controls.train_samples > 0) data.train = data.train.head(plan.data_controls.train_samples);
   if (plan.data_controls.standardize) {
     const auto s = fit_standardization(data.train);
@@ -60,7 +61,7 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
   set_compute_threads(plan.run.threads_per_worker);
 
   const LoadedData data = load_data(plan, inputs);
-  const ModelInput input{data.train.sample_shape(), data.train.num_classes(), plan.run.seed};
+  const ModelInput input{data.train.sample_shape(), data.train.num_classes(), data.train.label_shape(), plan.run.seed};
   const ModelFactory factory = [&]() -> std::unique_ptr<Model> {
     return inputs.model ? inputs.model(input) : make_model(plan.model, input);
   };
@@ -72,6 +73,7 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
   }
   start.train_samples = data.train.size();
   start.test_samples = data.test.size();
+  start.task = data.train.task();
   start.world = &world;
   if (callbacks.on_start && world.reports()) callbacks.on_start(start);
 
@@ -89,6 +91,7 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
   }
   result.parameters = start.parameters;
   result.model = start.model;
+  result.task = data.train.task();
   result.train_samples = start.train_samples;
   result.test_samples = start.test_samples;
   return result;

@@ -28,6 +28,7 @@ struct RunStart {
   std::string model;  // the model's name
   size_t parameters = 0;
   size_t train_samples = 0, test_samples = 0;
+  Task task = Task::Classification;
   const World* world = nullptr;
 };
 

@@ -184,6 +184,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
         const Metrics test = model.evaluate(*test_set);
         m.test_loss = test.loss;
         m.test_accuracy = test.accuracy;
+        m.test_perplexity = test.perplexity;
       }
       result.epochs.push_back(m);
       if (callbacks.on_epoch_end) callbacks.on_epoch_end(m);

@@ -38,7 +38,8 @@ struct EpochMetrics {
   size_t steps = 0;
   double train_loss = 0;  // mean batch loss over the epoch and all workers
   double test_loss = 0;
-  double test_accuracy = 0;
+  double test_accuracy = 0;    // of the classes, or of the next tokens
+  double test_perplexity = 0;  // exp(test_loss): language modelling's figure
   double seconds = 0;  // training time of the epoch, evaluation excluded
   double samples_per_s = 0;
 };
@@ -67,6 +68,7 @@ struct RunResult {
   double samples_per_s = 0;
   // What ran: filled by run() (run/run.hpp).
   std::string model;
+  Task task = Task::Classification;
   size_t parameters = 0;
   size_t train_samples = 0, test_samples = 0;
 };

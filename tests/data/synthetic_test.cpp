@@ -8,6 +8,8 @@
 
 #include "core/error.hpp"
 #include "data/random_subset.hpp"
+#include "model/softmax_regression.hpp"
+#include "test_support.hpp"
 
 namespace ptrain {
 namespace {
@@ -84,6 +86,44 @@ TEST(RandomSubset, FixedBySeedWithoutRepeatsInOriginalOrder) {
   }
   EXPECT_EQ(random_subset(data, 0, 1).size(), 200u);
   EXPECT_EQ(random_subset(data, 500, 1).size(), 200u);
+}
+
+}  // namespace
+}  // namespace ptrain
+
+namespace ptrain {
+namespace {
+
+TEST(TokenSequences, TargetsAreTheNextTokensAndTheSetIsALanguageModellingTask) {
+  const Dataset data = make_token_sequences(50, 12, 17, 3, 0.0f);
+  EXPECT_EQ(data.size(), 50u);
+  EXPECT_EQ(data.task(), Task::LanguageModel);
+  EXPECT_EQ(data.label_shape(), (std::vector<int64_t>{12}));
+  EXPECT_EQ(data.label_numel(), 12u);
+  for (size_t i = 0; i < data.size(); ++i) {
+    const auto x = data.sample(i);
+    const auto y = data.targets(i);
+    for (size_t p = 0; p + 1 < 12; ++p) EXPECT_EQ(static_cast<int64_t>(x[p + 1]), y[p]);  // the next token
+  }
+  // The same seed, the same sequences; a prefix keeps its targets.
+  const Dataset again = make_token_sequences(50, 12, 17, 3, 0.0f);
+  EXPECT_TRUE(std::equal(data.labels().begin(), data.labels().end(), again.labels().begin()));
+  const Dataset head = data.head(5);
+  EXPECT_EQ(head.size(), 5u);
+  EXPECT_EQ(head.labels().size(), 60u);
+  Batch batch;
+  const std::vector<size_t> picks = {4, 1};
+  batch.gather(data, picks);
+  EXPECT_EQ(batch.size(), 2u);
+  EXPECT_EQ(batch.labels.size(), 24u);
+  EXPECT_EQ(batch.labels[12], data.targets(1)[0]);
+  EXPECT_THROW(make_token_sequences(5, 0, 10, 1), Error);
+}
+
+TEST(TokenSequences, TheSoftmaxModelRefusesThem) {
+  ModelInput input{{12}, 17, {12}, 1};
+  EXPECT_NE(test::error_message([&] { SoftmaxOptions{}.make(input); }).find("one label per sample"),
+            std::string::npos);
 }
 
 }  // namespace
