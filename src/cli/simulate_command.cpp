@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "compress/codec_registry.hpp"
 #include "core/error.hpp"
 #include "perfmodel/calibration.hpp"
 #include "perfmodel/codec_costs.hpp"
@@ -13,11 +14,20 @@ namespace ptrain {
 
 namespace {
 
+// The codec of a dense exchange: what a value costs on the wire (int8 at a chunk of 256).
 double codec_bytes_per_value(const std::string& codec) {
-  if (codec == "none") return 4;
-  if (codec == "fp16") return 2;
-  if (codec == "int8") return 1 + 4.0 / 256;  // a float scale per 256 values
-  throw Error("--codec: unknown codec '" + codec + "' (choose none, fp16 or int8; sparse codecs are --exchange allgather)");
+  auto choice = CodecRegistry::make(codec);
+  if (!choice) throw Error("--codec: " + CodecRegistry::unknown("codec", codec));
+  if (auto* int8 = std::get_if<Int8Options>(&*choice)) int8->chunk = 256;
+  const auto bytes = dense_bytes_per_value(*choice);
+  if (!bytes) throw Error("--codec " + codec + ": a sparse codec is modelled by --exchange allgather (--sparse-codec)");
+  return *bytes;
+}
+
+void check_sparse_codec(const std::string& codec) {
+  auto choice = CodecRegistry::make(codec);
+  if (!choice) throw Error("--sparse-codec: " + CodecRegistry::unknown("codec", codec));
+  if (!sparse(*choice)) throw Error("--sparse-codec " + codec + ": not a sparse codec (a dense one is --codec)");
 }
 
 }  // namespace
@@ -39,8 +49,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   cmd->add_option("--exchange", o.exchanges, "Comma-separated: ring, hd, allgather (sparse, --density), ps")
       ->delimiter(',');
   cmd->add_option("--codec", o.codec, "Dense exchanges: none, fp16 or int8");
-  cmd->add_option("--sparse-codec", o.sparse_codec, "allgather: dgc or topk, whose CPU cost --codec-costs gives")
-      ->check(CLI::IsMember({"dgc", "topk"}));
+  cmd->add_option("--sparse-codec", o.sparse_codec, "allgather: dgc or topk, whose CPU cost --codec-costs gives");
   cmd->add_option("--codec-costs", o.codec_costs,
                   "Encode and decode time per value of each codec, from this ptrain bench compress --csv file");
   cmd->add_option("--cores-per-rank", m.cores_per_rank,
@@ -64,6 +73,7 @@ int run_simulate_command(SimulateOptions& o) {
   StepModelConfig base = o.model;
   base.latency_s = o.latency_us * 1e-6;
   base.bytes_per_value = codec_bytes_per_value(o.codec);
+  check_sparse_codec(o.sparse_codec);
   base.compute_per_sample_s = o.compute_per_sample_ms * 1e-3;
   std::vector<ExchangeKind> exchanges;
   for (const auto& e : o.exchanges) exchanges.push_back(parse_exchange_kind(e));
@@ -77,7 +87,7 @@ int run_simulate_command(SimulateOptions& o) {
   auto with_codec_cost = [&](StepModelConfig c, ExchangeKind e) {
     c.exchange = e;
     const std::string codec = codec_of(e);
-    if (!o.codec_costs.empty() && codec != "none") {
+    if (!o.codec_costs.empty() && compresses(*CodecRegistry::make(codec))) {
       const CodecCost cost = load_codec_cost(o.codec_costs, codec, c.parameters);
       c.encode_s_per_value = cost.encode_s_per_value;
       c.decode_s_per_value = cost.decode_s_per_value;

@@ -20,6 +20,24 @@ bool takes_momentum(const CodecChoice& choice, bool* required) {
       choice);
 }
 
+std::optional<double> dense_bytes_per_value(const CodecChoice& choice) {
+  return std::visit(
+      [](const auto& c) -> std::optional<double> {
+        if constexpr (requires { c.dense_bytes_per_value(); }) return c.dense_bytes_per_value();
+        else return std::nullopt;
+      },
+      choice);
+}
+
+bool sparse(const CodecChoice& choice) {
+  return std::visit(
+      [](const auto& c) {
+        if constexpr (requires { std::decay_t<decltype(c)>::sparse; }) return std::decay_t<decltype(c)>::sparse;
+        else return false;
+      },
+      choice);
+}
+
 std::unique_ptr<Codec> make_codec(const CodecConfig& config, const CodecRange& range, int worker) {
   const uint64_t seed = derive_seed(config.seed, 1000 + static_cast<uint64_t>(worker));
   return std::visit([&](const auto& c) { return c.make(range, seed, config.momentum); }, config.choice);

@@ -4,6 +4,7 @@
 // Codec it makes) and one line in the list below.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "compress/codec.hpp"
@@ -22,6 +23,7 @@ struct NoCompression {
   template <class Self, class Visit>
   static void fields(Self&, Visit&&) {}
   std::unique_ptr<Codec> make(const CodecRange&, uint64_t, float) const { return nullptr; }
+  double dense_bytes_per_value() const { return 4; }
 };
 
 using CodecRegistry = Registry<NoCompression, Fp16Options, Int8Options, TopkOptions, DgcOptions>;
@@ -41,6 +43,13 @@ bool compresses(const CodecChoice& choice);
 // Whether the codec would apply a momentum optimizer's momentum itself (DGC's
 // correction on or auto); `required`: it was asked for explicitly (on).
 bool takes_momentum(const CodecChoice& choice, bool* required = nullptr);
+
+// For the step-time model: the bytes a value costs when the codec's output is
+// summed in a dense exchange (none 4, fp16 2, int8 about 1), or nullopt for a
+// codec that cannot be (a sparse one, all-gathered instead).
+std::optional<double> dense_bytes_per_value(const CodecChoice& choice);
+// True for the codecs whose messages are sparse (index, value) pairs.
+bool sparse(const CodecChoice& choice);
 
 // One worker's codec for one range; nullptr without compression. `worker`
 // seeds the codec's own randomness (derived from config.seed).

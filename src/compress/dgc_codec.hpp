@@ -96,6 +96,7 @@ struct DgcOptions {
   // the correction then applies (0: no momentum optimizer).
   DgcConfig config(float momentum) const;
   std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed, float momentum) const;
+  static constexpr bool sparse = true;  // all-gathered as (index, value) pairs
 };
 
 // (f) The density at `epoch` (epochs done, fractional): over the first W =

@@ -20,6 +20,7 @@ struct Fp16Options {
   template <class Self, class Visit>
   static void fields(Self&, Visit&&) {}
   std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed, float momentum) const;
+  double dense_bytes_per_value() const { return 2; }  // for the step-time model
 };
 
 class Fp16Codec : public Codec {

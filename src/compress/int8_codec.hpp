@@ -48,6 +48,7 @@ struct Int8Options {
     visit("rounding", s.rounding, "nearest, or stochastic (unbiased)", Range{});
   }
   std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed, float momentum) const;
+  double dense_bytes_per_value() const { return 1 + 4.0 / static_cast<double>(chunk); }  // a float scale per chunk
 };
 
 class Int8Codec : public Codec {

@@ -26,6 +26,7 @@ struct TopkOptions {
     visit("error_feedback", s.error_feedback, "keep what is not sent in a residual for later steps", Range{});
   }
   std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed, float momentum) const;
+  static constexpr bool sparse = true;  // all-gathered as (index, value) pairs
 };
 
 class TopkCodec : public Codec {
