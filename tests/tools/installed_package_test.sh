@@ -22,3 +22,8 @@ if grep -q "$source/src" "$scratch/example-build/compile_commands.json" 2>/dev/n
   exit 1
 fi
 "$scratch/example-build/residual_cnn" --steps 60
+# And through pkg-config, without CMake.
+export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig"
+g++ -std=c++20 -O1 "$source/examples/pkg_config/softmax_run.cpp" $(pkg-config --cflags --libs --static ptrain) \
+  -o "$scratch/softmax_run"
+"$scratch/softmax_run"
