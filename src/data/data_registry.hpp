@@ -9,13 +9,10 @@
 #include "core/problems.hpp"
 #include "core/registry.hpp"
 #include "data/fashion_mnist.hpp"
+#include "data/loaded_data.hpp"
+#include "data/npy_dataset.hpp"
 
 namespace ptrain {
-
-// A training set and a test set with the same sample shape and classes.
-struct LoadedData {
-  Dataset train, test;
-};
 
 struct FashionMnistOptions {
   static constexpr std::string_view name = "fashion-mnist";
@@ -31,7 +28,7 @@ struct FashionMnistOptions {
   LoadedData load() const;
 };
 
-using DataRegistry = Registry<FashionMnistOptions>;
+using DataRegistry = Registry<FashionMnistOptions, NpyOptions>;
 using DataChoice = DataRegistry::Choice;
 
 }  // namespace ptrain

@@ -74,7 +74,8 @@ struct DataControls {
   template <class Self, class Visit>
   static void fields(Self& s, Visit&& visit) {
     visit("standardize", s.standardize,
-          "standardise features with the training set's mean and deviation (else as loaded)", Range{});
+          "standardise features with the training set's mean and deviation (else as loaded; token ids never are)",
+          Range{});
     visit("train_samples", s.train_samples, "use only the first N training samples (0: all)", Range{});
   }
 };

@@ -15,7 +15,8 @@ LoadedData load_data(const RunPlan& plan, const RunInputs& inputs) {
       data.train.label_shape() != data.test.label_shape())
     throw Error("data: the training and test sets differ in sample shape, target shape or classes");
   if (plan.data_controls.train_samples > 0) data.train = data.train.head(plan.data_controls.train_samples);
-  if (plan.data_controls.standardize) {
+  // Token ids (language modelling) are names, not measurements: never standardised.
+  if (plan.data_controls.standardize && data.train.task() == Task::Classification) {
     const auto s = fit_standardization(data.train);
     apply_standardization(data.train, s);
     apply_standardization(data.test, s);

@@ -423,3 +423,47 @@ TEST(PtrainCli, SingleProcessWorkRefusesMpirun) {
 
 }  // namespace
 }  // namespace ptrain
+
+namespace ptrain {
+namespace {
+
+// Issue 14: data a Python user writes without ptrain, as NumPy arrays.
+TEST(PtrainCli, TrainsOnNumpyArrays) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0) GTEST_SKIP() << "no numpy";
+  test::ScratchDir dir;
+  const std::string script = dir.file("make.py");
+  std::ofstream(script) << "import numpy as np, sys\n"
+                           "d = sys.argv[1]\n"
+                           "rng = np.random.default_rng(3)\n"
+                           "centres = rng.normal(0, 3, (4, 6)).astype(np.float32)\n"
+                           "for split, n in (('train', 800), ('test', 200)):\n"
+                           "    y = np.arange(n) % 4\n"
+                           "    x = centres[y] + rng.normal(0, 1, (n, 6)).astype(np.float32)\n"
+                           "    np.save(f'{d}/{split}_x.npy', x)\n"
+                           "    np.save(f'{d}/{split}_y.npy', y.astype(np.int64))\n";
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + script + " " + dir.path().string()).c_str()), 0);
+  const std::string files = " --train-features " + dir.file("train_x.npy") + " --train-labels " +
+                            dir.file("train_y.npy") + " --test-features " + dir.file("test_x.npy") +
+                            " --test-labels " + dir.file("test_y.npy");
+  const Outcome o = run_ptrain("train --data-set npy" + files +
+                               " --model softmax --workers 2 --batch 16 --epochs 3 --optimizer sgd --lr 0.1 --report " +
+                               dir.file("r.json"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto report = read_json(dir.file("r.json"));
+  EXPECT_EQ(report["plan"]["data"]["name"], "npy");
+  EXPECT_EQ(report["run"]["train_samples"], 800);
+  EXPECT_GT(report["summary"]["final_test_accuracy"].get<double>(), 0.9);
+  // A missing array is named by its flag, before any work; a flag of another data set is refused.
+  const Outcome missing = run_ptrain("train --data-set npy --train-features /no/x.npy --model softmax");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_EQ(lines(missing.err), 1u) << missing.err;
+  EXPECT_NE(missing.err.find("--train-features: /no/x.npy: no such file"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("--train-labels needs the path of a .npy file"), std::string::npos) << missing.err;
+  const Outcome other = run_ptrain("train --train-features x.npy");
+  EXPECT_NE(other.err.find("--train-features: data fashion-mnist has no such option (it is for data npy)"),
+            std::string::npos)
+      << other.err;
+}
+
+}  // namespace
+}  // namespace ptrain
