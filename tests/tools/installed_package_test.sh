@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The installed package as an outside project sees it: `cmake --install` the
 # build tree into a temporary prefix, then configure, build and run
-# examples/residual_cnn against that prefix alone (find_package(ptrain)).
+# examples/softmax_run against that prefix alone, with find_package(ptrain)
+# and again with pkg-config.
 #   installed_package_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -13,7 +14,7 @@ test -f "$scratch/prefix/lib/cmake/ptrain/ptrainConfig.cmake"
 test -f "$scratch/prefix/include/ptrain/run/run.hpp"
 test -f "$scratch/prefix/lib/pkgconfig/ptrain.pc"
 # The example must not see the source tree: copy it out.
-cp -r "$source/examples/residual_cnn" "$scratch/example"
+cp -r "$source/examples/softmax_run" "$scratch/example"
 cmake -S "$scratch/example" -B "$scratch/example-build" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/example-build" -j2 >/dev/null
@@ -21,9 +22,9 @@ if grep -q "$source/src" "$scratch/example-build/compile_commands.json" 2>/dev/n
   echo "the example was compiled against the source tree, not the installed headers" >&2
   exit 1
 fi
-"$scratch/example-build/residual_cnn" --steps 60
+"$scratch/example-build/softmax_run"
 # And through pkg-config, without CMake.
 export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig"
-g++ -std=c++20 -O1 "$source/examples/pkg_config/softmax_run.cpp" $(pkg-config --cflags --libs --static ptrain) \
+g++ -std=c++20 -O1 "$scratch/example/softmax_run.cpp" $(pkg-config --cflags --libs --static ptrain) \
   -o "$scratch/softmax_run"
 "$scratch/softmax_run"

@@ -1,4 +1,5 @@
-// The library through pkg-config, without CMake and without LibTorch headers:
+// The library from an outside program, without LibTorch headers:
+//   cmake: examples/softmax_run/CMakeLists.txt (find_package(ptrain)); or
 //   g++ -std=c++20 softmax_run.cpp $(pkg-config --cflags --libs --static ptrain) -o softmax_run
 // trains ptrain's native softmax regression on synthetic clusters with 2
 // workers and the ssp strategy, and prints the plan it ran.
