@@ -128,6 +128,11 @@ std::string kinds_help(const char* what) {
   return out;
 }
 
+// --model path/to/model.pt: a path, not a registered name, is a module scripted in Python.
+bool names_a_file(const std::string& text) {
+  return !ModelRegistry::make(text) && (text.find('/') != std::string::npos || text.ends_with(".pt"));
+}
+
 template <class Registry>
 void set_kind(typename Registry::Choice& choice, const std::string& flag, const std::string& name, const char* what,
               Problems& problems) {
@@ -181,7 +186,8 @@ PlanFlags::PlanFlags(CLI::App& cmd) {
   for (const auto& [flag, section] : kNameFlags) {
     std::string help;
     const std::string s = section;
-    if (s == "model") help = kinds_help<ModelRegistry>("The model");
+    if (s == "model")
+      help = kinds_help<ModelRegistry>("The model") + "\n  a path (model.pt): torchscript with that file";
     if (s == "data") help = kinds_help<DataRegistry>("The data set");
     if (s == "optimizer") help = kinds_help<OptimizerRegistry>("The optimizer");
     if (s == "strategy") help = kinds_help<StrategyRegistry>("How the workers synchronize");
@@ -229,7 +235,8 @@ PlanFlags::PlanFlags(CLI::App& cmd) {
 
 RunPlan PlanFlags::apply(RunPlan plan, Problems& problems) const {
   for (const auto& [flag, text] : given_) {
-    if (flag == "--model") set_kind<ModelRegistry>(plan.model, flag, text, "model", problems);
+    if (flag == "--model" && names_a_file(text)) plan.model = TorchScriptOptions{text};
+    else if (flag == "--model") set_kind<ModelRegistry>(plan.model, flag, text, "model", problems);
     if (flag == "--data-set") set_kind<DataRegistry>(plan.data, flag, text, "data set", problems);
     if (flag == "--optimizer") set_kind<OptimizerRegistry>(plan.optimizer, flag, text, "optimizer", problems);
     if (flag == "--strategy") set_kind<StrategyRegistry>(plan.strategy, flag, text, "strategy", problems);

@@ -10,7 +10,7 @@
 
 namespace ptrain {
 
-using ModelRegistry = Registry<MlpOptions, CnnOptions, SoftmaxOptions>;
+using ModelRegistry = Registry<MlpOptions, CnnOptions, SoftmaxOptions, TorchScriptOptions>;
 using ModelChoice = ModelRegistry::Choice;
 
 std::unique_ptr<Model> make_model(const ModelChoice& choice, const ModelInput& input);

@@ -3,6 +3,7 @@
 // name them; make() lives in model/torch/torch_models.cpp (and, in a build
 // without LibTorch, model/without_torch/ says so).
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,6 +30,22 @@ struct CnnOptions {
       "two conv+pool blocks and two fully connected layers, for images (LibTorch)";
   template <class Self, class Visit>
   static void fields(Self&, Visit&&) {}
+  std::unique_ptr<Model> make(const ModelInput& input) const;
+};
+
+// A model defined in Python: torch.jit.script(m).save(path), loaded with
+// LibTorch and bound to flat buffers like the built-in models. Its weights
+// come from the file (the seed does not change them); a `loss(output, labels)`
+// method, if it has one, replaces cross-entropy.
+struct TorchScriptOptions {
+  static constexpr std::string_view name = "torchscript";
+  static constexpr std::string_view summary =
+      "a TorchScript module saved from Python, its weights from the file (LibTorch)";
+  std::string path;
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit("path", s.path, "a module scripted and saved in Python: torch.jit.script(m).save(path)", Range{});
+  }
   std::unique_ptr<Model> make(const ModelInput& input) const;
 };
 

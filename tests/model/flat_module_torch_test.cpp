@@ -27,7 +27,7 @@ TEST(FlatModule, ParametersAreViewsIntoTheFlatBuffer) {
     auto model = make_model({name, {128}, 1}, {1, 28, 28}, 10);
     auto params = model->params();
     size_t covered = 0;
-    for (const auto& p : as_flat(*model).net()->parameters()) {
+    for (const auto& p : as_flat(*model).module()->parameters()) {
       const float* data = p.data_ptr<float>();
       EXPECT_GE(data, params.data());
       EXPECT_LE(data + p.numel(), params.data() + params.size());
@@ -45,10 +45,11 @@ TEST(FlatModule, BackwardWritesGradientsIntoTheFlatBuffer) {
     const Batch batch = image_batch(16, 4);
     const float loss = model->forward_backward(batch);
     // The same computation through plain tensors: every .grad matches its flat slice.
-    auto& net = as_flat(*reference).net();
+    FlatModule& flat = as_flat(*reference);
+    const auto& net = flat.module();
     auto x = torch::from_blob(const_cast<float*>(batch.features.data()), {16, 1, 28, 28}).clone();
     auto y = torch::from_blob(const_cast<int64_t*>(batch.labels.data()), {16}, torch::kInt64).clone();
-    auto ref_loss = torch::nn::functional::cross_entropy(net->forward(x), y);
+    auto ref_loss = torch::nn::functional::cross_entropy(flat.forward(x), y);
     for (auto& p : net->parameters()) p.mutable_grad() = torch::Tensor();  // fresh .grad tensors
     ref_loss.backward();
     EXPECT_FLOAT_EQ(loss, ref_loss.item<float>());

@@ -2,7 +2,7 @@
 # The installed package as an outside project sees it: `cmake --install` the
 # build tree into a temporary prefix, then configure, build and run
 # examples/softmax_run against that prefix alone, with find_package(ptrain)
-# and again with pkg-config.
+# and again with pkg-config, then examples/residual_cnn.
 #   installed_package_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -28,3 +28,16 @@ export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig"
 g++ -std=c++20 -O1 "$scratch/example/softmax_run.cpp" $(pkg-config --cflags --libs --static ptrain) \
   -o "$scratch/softmax_run"
 "$scratch/softmax_run"
+# examples/residual_cnn: a module of its own (a residual CNN) trained with
+# hybrid + DGC on 4 workers, against the installed package (needs the data).
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  cp -r "$source/examples/residual_cnn" "$scratch/residual_cnn"
+  cmake -S "$scratch/residual_cnn" -B "$scratch/residual_cnn-build" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
+  cmake --build "$scratch/residual_cnn-build" -j2 >/dev/null
+  if grep -q "$source/src" "$scratch/residual_cnn-build/compile_commands.json"; then
+    echo "residual_cnn was compiled against the source tree, not the installed headers" >&2
+    exit 1
+  fi
+  "$scratch/residual_cnn-build/residual_cnn" --steps 150
+fi

@@ -1,10 +1,9 @@
 #include "model/torch_models.hpp"
 
-#include <mutex>
-
 #include "core/error.hpp"
 #include "model/blas_check.hpp"
 #include "model/torch/flat_module.hpp"
+#include "model/torch/torch_module_model.hpp"
 
 namespace ptrain {
 
@@ -43,22 +42,20 @@ torch::nn::Sequential make_cnn(const std::vector<int64_t>& shape, int64_t classe
 
 }  // namespace
 
-// torch's initialisers draw from its global generator: seed it and build under one lock.
-static std::mutex& init_mutex() {
+std::mutex& torch_init_mutex() {
   static std::mutex m;
   return m;
 }
 
 std::unique_ptr<Model> MlpOptions::make(const ModelInput& input) const {
-  std::lock_guard lock(init_mutex());
-  torch::manual_seed(input.seed);
-  return std::make_unique<FlatModule>("mlp", make_mlp(hidden, product(input.sample_shape), input.classes));
+  return seeded_torch_build(input.seed, [&] {
+    return std::make_unique<FlatModule>("mlp", make_mlp(hidden, product(input.sample_shape), input.classes));
+  });
 }
 
 std::unique_ptr<Model> CnnOptions::make(const ModelInput& input) const {
-  std::lock_guard lock(init_mutex());
-  torch::manual_seed(input.seed);
-  return std::make_unique<FlatModule>("cnn", make_cnn(input.sample_shape, input.classes));
+  return seeded_torch_build(input.seed,
+                            [&] { return std::make_unique<FlatModule>("cnn", make_cnn(input.sample_shape, input.classes)); });
 }
 
 void set_compute_threads(int n) {

@@ -14,6 +14,10 @@ std::unique_ptr<Model> CnnOptions::make(const ModelInput&) const {
   throw Error("model cnn: this build of ptrain has no LibTorch (built with PTRAIN_WITH_TORCH=OFF)");
 }
 
+std::unique_ptr<Model> TorchScriptOptions::make(const ModelInput&) const {
+  throw Error("model torchscript: this build of ptrain has no LibTorch (built with PTRAIN_WITH_TORCH=OFF)");
+}
+
 void set_compute_threads(int n) { set_openblas_threads(n); }
 
 }  // namespace ptrain

@@ -1,0 +1,66 @@
+// A TorchScript module saved from Python, bound to flat buffers like the
+// built-in models (model/torch/flat_module.hpp).
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/script.h>
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "model/torch/flat_module.hpp"
+#include "model/torch/torch_error.hpp"
+#include "model/torch/torch_module_model.hpp"
+#include "model/torch_models.hpp"
+
+namespace ptrain {
+
+namespace {
+
+torch::jit::Module load_module(const std::string& path) {
+  const std::string what = "model torchscript: " + path + ": ";
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw Error(what + "no such file");
+  if (!std::filesystem::is_regular_file(status)) throw Error(what + "not a regular file");
+  try {
+    // One load at a time: the workers' replicas load at once, and loading
+    // registers the file's classes in LibTorch's type tables.
+    std::lock_guard lock(torch_init_mutex());
+    return torch::jit::load(path, torch::kCPU);
+  } catch (const c10::Error& e) {
+    throw Error(what + "not a TorchScript module saved by torch.jit.save (" + torch_error_line(e) + ")");
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Model> TorchScriptOptions::make(const ModelInput& /*input: the file has the weights*/) const {
+  if (path.empty())
+    throw Error("model torchscript: no path given: the file of a module scripted and saved in Python (model.path)");
+  torch::jit::Module module = load_module(path);
+  const auto forward = module.find_method("forward");
+  if (!forward) throw Error("model torchscript: " + path + ": the module has no forward method");
+  FlatModule::Parts parts;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) parts.parameters.emplace_back(p.name, p.value);
+  // A Method holds its module: the functions below keep it alive.
+  parts.forward = [forward = *forward](const torch::Tensor& x) -> torch::Tensor {
+    // Without the graph optimizer the interpreter runs the same ATen operators,
+    // and the same autograd, as a C++ module: the profiling executor's
+    // differentiable subgraphs cost time on these small CPU models.
+    torch::jit::GraphOptimizerEnabledGuard plain(false);
+    return forward({x}).toTensor();
+  };
+  if (const auto loss = module.find_method("loss")) {
+    parts.loss = [loss = *loss](const torch::Tensor& output, const torch::Tensor& labels) -> torch::Tensor {
+      torch::jit::GraphOptimizerEnabledGuard plain(false);
+      return loss({output, labels}).toTensor();
+    };
+  }
+  parts.set_training = [module](bool on) mutable { module.train(on); };
+  try {
+    return std::make_unique<FlatModule>("torchscript", std::move(parts));
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (" + path + ")");
+  }
+}
+
+}  // namespace ptrain

@@ -1,0 +1,71 @@
+// ptrain train --model torchscript --path FILE: a model from Python, trained
+// from the command line on Fashion-MNIST.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_ptrain.hpp"
+#include "test_support.hpp"
+
+namespace ptrain {
+namespace {
+
+using test::Outcome;
+using test::run_ptrain;
+
+// ptrain's built-in MLP (784-128-10), written in PyTorch and scripted.
+constexpr const char* kScript = R"(
+import sys
+import torch
+from torch import nn
+
+torch.manual_seed(3)
+mlp = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+torch.jit.script(mlp).save(sys.argv[1])
+)";
+
+bool python_has_torch() { return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0; }
+
+TEST(PtrainTorchScriptCli, TrainsAModelScriptedInPython) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (!python_has_torch()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch (Debian: python3-torch)";
+  test::ScratchDir dir;
+  std::ofstream(dir.file("make.py")) << kScript;
+  const std::string model = dir.file("mlp.pt");
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + dir.file("make.py") + " " + model).c_str()), 0);
+  const std::string report = dir.file("run.json");
+  // --model FILE is short for --model torchscript --path FILE.
+  const Outcome o = run_ptrain("train --model " + model +
+                               " --workers 2 --train-samples 4096 --epochs 1 --quiet --report " + report);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::ifstream in(report);
+  const auto json = nlohmann::json::parse(in);
+  EXPECT_EQ(json["plan"]["model"]["name"], "torchscript");
+  EXPECT_EQ(json["plan"]["model"]["path"], model);
+  EXPECT_EQ(json["run"]["model"], "torchscript");
+  EXPECT_GT(json["epochs"][0]["test_accuracy"].get<double>(), 0.7);
+}
+
+TEST(PtrainTorchScriptCli, ABadPathIsAOneLineError) {
+  // The data set is read before the model is built.
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  test::ScratchDir dir;
+  std::ofstream(dir.file("notes.txt")) << "not a model\n";
+  test::expect_one_line_errors({
+      {"train --model torchscript --path " + dir.file("missing.pt") + " --train-samples 64 --epochs 1",
+       dir.file("missing.pt") + ": no such file"},
+      {"train --model torchscript --path " + dir.file("notes.txt") + " --train-samples 64 --epochs 1",
+       "not a TorchScript module"},
+      {"train --model torchscript --path " + dir.path().string() + " --train-samples 64 --epochs 1",
+       "not a regular file"},
+      {"train --model torchscript --train-samples 64 --epochs 1", "no path given"},
+      {"train --model " + dir.file("other.pt") + " --train-samples 64 --epochs 1",
+       dir.file("other.pt") + ": no such file"},
+  });
+}
+
+}  // namespace
+}  // namespace ptrain
