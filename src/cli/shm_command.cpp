@@ -17,7 +17,7 @@ CLI::App* add_shm_command(CLI::App& app, ShmCommandOptions& o) {
   cmd->add_option("--strategy", o.common.strategy, "seq, mutex, rwlock, hogwild or leashed");
   cmd->add_option("--threads", s.threads, "Threads sharing the model (seq: 1)");
   cmd->add_option("--batch", s.batch, "Mini-batch size per thread");
-  cmd->add_option("--lr", s.lr, "Step size of plain SGD");
+  cmd->add_option("--lr", s.optimizer.lr, "Step size of plain SGD");
   add_shm_options(*cmd, o.common);
   cmd->add_option("--report", o.report_path, "Write a JSON run report to this file");
   return cmd;
@@ -32,7 +32,7 @@ int run_shm_command(ShmCommandOptions& o) {
   const ShmSetup setup = load_shm_setup(o.common);
   const ShmConfig& s = o.common.shm;
   fmt::print("ptrain: {} model ({} parameters), {} with {} thread(s), batch {}, lr {}; BLAS {}\n", o.common.model.name,
-             setup.parameters, to_string(s.algorithm), s.threads, s.batch, s.lr,
+             setup.parameters, to_string(s.algorithm), s.threads, s.batch, s.optimizer.lr,
              blas.library.empty() ? "not found" : blas.library);
   fmt::print("ptrain: data {}: {} training samples, loss measured on {}\n", o.common.data_dir,
              setup.train_set.size(), setup.loss_set.size());
@@ -43,7 +43,7 @@ int run_shm_command(ShmCommandOptions& o) {
   const AsyncSgdResult& r = run.result;
   const double applied = static_cast<double>(r.totals.applied);
   fmt::print("\nsummary\n");
-  fmt::print("  strategy     {}, {} thread(s) x batch {}, lr {}\n", to_string(s.algorithm), s.threads, s.batch, s.lr);
+  fmt::print("  strategy     {}, {} thread(s) x batch {}, lr {}\n", to_string(s.algorithm), s.threads, s.batch, s.optimizer.lr);
   fmt::print("  stopped by   {}{}\n", r.stopped_by, r.diverged ? ": " + r.diverged_why : "");
   if (s.target_loss > 0)
     fmt::print("  target       loss {} {}\n", s.target_loss,

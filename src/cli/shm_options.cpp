@@ -75,7 +75,7 @@ nlohmann::json shm_config_json(const ShmOptions& o, const ShmSetup& setup) {
           {"strategy", to_string(s.algorithm)},
           {"threads", s.threads},
           {"batch", s.batch},
-          {"lr", s.lr},
+          {"lr", s.optimizer.lr},
           {"epochs", s.epochs},
           {"persistence", s.persistence},
           {"backoff", to_string(s.backoff.kind)},

@@ -94,7 +94,7 @@ int run_sweep_command(SweepOptions& o) {
   const std::vector<GridPoint> grid = grid_of(o, algorithms);
   auto config_of = [&](const GridPoint& p, int repetition) {
     ShmConfig c = o.common.shm;
-    c.algorithm = p.algorithm, c.threads = p.threads, c.batch = p.batch, c.lr = p.lr;
+    c.algorithm = p.algorithm, c.threads = p.threads, c.batch = p.batch, c.optimizer.lr = p.lr;
     if (c.algorithm != ShmAlgorithm::Leashed) c.persistence = -1;  // --persistence concerns the leashed points only
     c.seed = o.common.shm.seed + static_cast<uint64_t>(repetition);
     return c;

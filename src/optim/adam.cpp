@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/error.hpp"
 #include "optim/kernel_dispatch.hpp"
 #include "optim/step_checks.hpp"
 
@@ -107,21 +108,30 @@ void AdamOptimizer::set_lr(float lr) { lr_ = checked_scheduled_lr("adam", lr); }
 
 void AdamOptimizer::step(std::span<float> params, std::span<const float> grad) {
   check_step_sizes("adam", size_, params.size(), grad.size());
+  step_with(params, grad, OptimizerState{{first_moment_.data(), second_moment_.data()}, steps_taken_});
   ++steps_taken_;
+}
+
+void AdamOptimizer::step_with(std::span<float> params, std::span<const float> grad,
+                              const OptimizerState& state) const {
+  check_step_sizes("adam", params.size(), params.size(), grad.size());
+  if ((state.slots[0] == nullptr || state.slots[1] == nullptr) && !params.empty())
+    throw Error("adam optimizer: no moments given to step_with");
+  const int64_t step_number = state.steps_before + 1;
 
   // torch holds its options as doubles and works out the per-step scalars in
   // double, rounding each to float only where it meets a float tensor; so do
   // we ((float)(1 - 0.9) and 1 - 0.9f differ in the last bit).
   const double beta1 = beta1_;
   const double beta2 = beta2_;
-  const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(steps_taken_));
-  const double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(steps_taken_));
+  const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(step_number));
+  const double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(step_number));
   const AdamStep step{
       .params = params.data(),
       .grad = grad.data(),
-      .first_moment = first_moment_.data(),
-      .second_moment = second_moment_.data(),
-      .size = size_,
+      .first_moment = state.slots[0],
+      .second_moment = state.slots[1],
+      .size = params.size(),
       .first_decay = beta1_,
       .first_gain = static_cast<float>(1.0 - beta1),
       .second_decay = beta2_,

@@ -1,7 +1,9 @@
 #pragma once
 // Optimizers over flat spans. They run wherever parameters live: on a worker's
 // replica, or on a parameter-server shard that owns a slice of the buffer.
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,11 +26,29 @@ struct OptimizerConfig {
 OptimizerKind parse_optimizer_kind(const std::string& name);
 std::string to_string(OptimizerKind kind);
 
+// Optimizer state kept outside the optimizer, for the shared-memory
+// strategies: a Leashed-SGD version carries its own, a HOGWILD! thread keeps
+// its own. `slots` point at state_slots() arrays of floats aligned with the
+// params given to step_with (a chunk of a larger vector: any offset);
+// `steps_before` counts the steps this state has seen (0 for the first).
+struct OptimizerState {
+  std::array<float*, 2> slots{};
+  int64_t steps_before = 0;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // params -= update(grad). Both spans have the size given at construction.
+  // params -= update(grad), with the optimizer's own state. Both spans have
+  // the size given at construction.
   virtual void step(std::span<float> params, std::span<const float> grad) = 0;
+  // Arrays of state per parameter: 0 (sgd), 1 (momentum, nesterov: the
+  // velocity), 2 (adam: the two moments).
+  virtual size_t state_slots() const = 0;
+  // One step with state the caller holds, through the same kernels as step()
+  // (which is step_with on the optimizer's own state). params and grad have
+  // the same size, any size. Safe to call from several threads at once.
+  virtual void step_with(std::span<float> params, std::span<const float> grad, const OptimizerState& state) const = 0;
   virtual size_t size() const = 0;
   // Changes the learning rate from the next step on (for schedules).
   virtual void set_lr(float lr) = 0;

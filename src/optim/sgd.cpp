@@ -106,18 +106,26 @@ void SgdOptimizer::set_lr(float lr) { lr_ = checked_scheduled_lr(name(), lr); }
 
 void SgdOptimizer::step(std::span<float> params, std::span<const float> grad) {
   check_step_sizes(name(), size_, params.size(), grad.size());
+  step_with(params, grad, OptimizerState{{velocity_.data(), nullptr}, steps_taken_});
+  ++steps_taken_;
+}
+
+void SgdOptimizer::step_with(std::span<float> params, std::span<const float> grad,
+                             const OptimizerState& state) const {
+  check_step_sizes(name(), params.size(), params.size(), grad.size());
+  if (kind_ != OptimizerKind::Sgd && state.slots[0] == nullptr && !params.empty())
+    throw Error(std::string(name()) + " optimizer: no velocity given to step_with");
   const SgdStep step{
       .params = params.data(),
       .grad = grad.data(),
-      .velocity = velocity_.data(),
-      .size = size_,
+      .velocity = state.slots[0],
+      .size = params.size(),
       .neg_lr = -lr_,
       .momentum = momentum_,
       .weight_decay = weight_decay_,
       .decays = weight_decay_ != 0.0f,
-      .first_step = !velocity_started_,
+      .first_step = state.steps_before == 0,
   };
-  velocity_started_ = true;
 #if defined(PTRAIN_OPTIM_AVX2_FMA_KERNELS)
   if (cpu_has_avx2_fma()) {
     sgd_avx2_fma(kind_, step);

@@ -21,6 +21,8 @@ class SgdOptimizer final : public Optimizer {
   SgdOptimizer(const OptimizerConfig& config, size_t size);
 
   void step(std::span<float> params, std::span<const float> grad) override;
+  size_t state_slots() const override { return kind_ == OptimizerKind::Sgd ? 0 : 1; }
+  void step_with(std::span<float> params, std::span<const float> grad, const OptimizerState& state) const override;
   size_t size() const override { return size_; }
   void set_lr(float lr) override;
 
@@ -33,7 +35,7 @@ class SgdOptimizer final : public Optimizer {
   float weight_decay_;
   size_t size_;
   std::vector<float> velocity_;  // empty for plain SGD
-  bool velocity_started_ = false;
+  int64_t steps_taken_ = 0;
 };
 
 }  // namespace ptrain

@@ -131,7 +131,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
             break;
           }
           const ApplyOutcome outcome =
-              shared->apply(model.grads(), config.lr, read_version, backoff, tally.counters, model.params());
+              shared->apply(model.grads(), read_version, static_cast<int>(t), backoff, tally.counters, model.params());
           if (outcome.applied) tally.staleness.record(outcome.staleness);
           fresh = outcome.refreshed ? std::optional<uint64_t>(outcome.version) : std::nullopt;
         }

@@ -7,7 +7,13 @@ namespace ptrain {
 
 static_assert(std::atomic_ref<float>::is_always_lock_free, "HOGWILD! needs lock-free float atomics");
 
-HogwildParameters::HogwildParameters(std::span<const float> initial) : params_(initial.begin(), initial.end()) {}
+HogwildParameters::HogwildParameters(std::span<const float> initial, int threads,
+                                     const OptimizerConfig& optimizer)
+    : params_(initial.begin(), initial.end()),
+      rule_(make_optimizer(optimizer, 0)),
+      threads_(static_cast<size_t>(threads)) {
+  for (auto& t : threads_) t.slots.assign(rule_->state_slots() * params_.size(), 0.0f);
+}
 
 uint64_t HogwildParameters::read(std::span<float> local, Backoff&, ThreadCounters&) {
   assert(local.size() == params_.size());
@@ -18,20 +24,28 @@ uint64_t HogwildParameters::read(std::span<float> local, Backoff&, ThreadCounter
   return version;
 }
 
-ApplyOutcome HogwildParameters::apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff&,
+ApplyOutcome HogwildParameters::apply(std::span<const float> grad, uint64_t read_version, int thread, Backoff&,
                                       ThreadCounters& counters, std::span<float> replica) {
-  assert(grad.size() == params_.size() && (replica.empty() || replica.size() == params_.size()));
+  const size_t n = params_.size();
+  assert(grad.size() == n && (replica.empty() || replica.size() == n));
+  ThreadState& own = threads_.at(static_cast<size_t>(thread));
   const uint64_t now = completed_.load(std::memory_order_acquire);
   float* shared = params_.data();
-  // Load, subtract, store: another thread's store in between is lost, as in HOGWILD!.
+  // Load, step, store, a chunk at a time: another thread's store in between is lost, as in HOGWILD!.
   // The replica takes each new value on the way: the next step's read, in the same pass.
   const bool refresh = !replica.empty();
-  for (size_t i = 0, n = params_.size(); i < n; ++i) {
-    std::atomic_ref<float> p(shared[i]);
-    const float updated = p.load(std::memory_order_relaxed) - lr * grad[i];
-    p.store(updated, std::memory_order_relaxed);
-    if (refresh) replica[i] = updated;
+  const size_t slots = rule_->state_slots();
+  float chunk[kChunk];
+  for (size_t at = 0; at < n; at += kChunk) {
+    const size_t len = std::min(kChunk, n - at);
+    for (size_t i = 0; i < len; ++i) chunk[i] = std::atomic_ref<float>(shared[at + i]).load(std::memory_order_relaxed);
+    OptimizerState state{{}, own.steps};
+    for (size_t k = 0; k < slots; ++k) state.slots[k] = own.slots.data() + k * n + at;
+    rule_->step_with({chunk, len}, grad.subspan(at, len), state);
+    for (size_t i = 0; i < len; ++i) std::atomic_ref<float>(shared[at + i]).store(chunk[i], std::memory_order_relaxed);
+    if (refresh) std::copy(chunk, chunk + len, replica.begin() + static_cast<std::ptrdiff_t>(at));
   }
+  ++own.steps;
   const uint64_t after = completed_.fetch_add(1, std::memory_order_acq_rel) + 1;
   ++counters.applied;
   return {true, now - std::min(now, read_version), refresh, after};

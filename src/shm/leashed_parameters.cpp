@@ -4,7 +4,6 @@
 #include <cassert>
 #include <thread>
 
-#include "shm/sgd_update.hpp"
 
 namespace ptrain {
 
@@ -17,9 +16,14 @@ size_t pool_size(int threads) { return 2 * static_cast<size_t>(threads) + 3; }
 
 }  // namespace
 
-LeashedParameters::LeashedParameters(std::span<const float> initial, int threads, int persistence)
-    : persistence_(persistence), pool_(pool_size(threads), initial.size()) {
+LeashedParameters::LeashedParameters(std::span<const float> initial, int threads, int persistence,
+                                     const OptimizerConfig& optimizer)
+    : size_(initial.size()),
+      rule_(make_optimizer(optimizer, 0)),
+      persistence_(persistence),
+      pool_(pool_size(threads), size_ * (1 + rule_->state_slots())) {
   ParamVersion* first = pool_.take();  // its reference is the latest's
+  std::fill(first->values.begin(), first->values.end(), 0.0f);  // the optimizer's state starts at zero
   std::copy(initial.begin(), initial.end(), first->values.begin());
   first->version = 0;
   first->parent = 0;
@@ -50,19 +54,24 @@ ParamVersion* LeashedParameters::take_vector() {
 
 uint64_t LeashedParameters::read(std::span<float> local, Backoff&, ThreadCounters&) {
   ParamVersion* v = acquire_latest();
-  assert(local.size() == v->values.size());
-  std::copy(v->values.begin(), v->values.end(), local.begin());
+  assert(local.size() == size_);
+  std::copy_n(v->values.begin(), size_, local.begin());
   const uint64_t version = v->version;
   pool_.unref(v);
   return version;
 }
 
-ApplyOutcome LeashedParameters::apply(std::span<const float> grad, float lr, uint64_t read_version,
-                                      Backoff& backoff, ThreadCounters& counters, std::span<float>) {
+ApplyOutcome LeashedParameters::apply(std::span<const float> grad, uint64_t read_version, int, Backoff& backoff,
+                                      ThreadCounters& counters, std::span<float>) {
   ParamVersion* next = take_vector();
+  const size_t slots = rule_->state_slots();
   for (int failures = 0;; ++failures) {
     ParamVersion* current = acquire_latest();
-    sgd_update_into(next->values, current->values, grad, lr);
+    // The latest parameters and optimizer state, then one step on the copy.
+    std::copy(current->values.begin(), current->values.end(), next->values.begin());
+    OptimizerState state{{}, static_cast<int64_t>(current->version)};
+    for (size_t k = 0; k < slots; ++k) state.slots[k] = next->values.data() + (1 + k) * size_;
+    rule_->step_with({next->values.data(), size_}, grad, state);
     next->version = current->version + 1;
     next->parent = current->version;
     ParamVersion* expected = current;
@@ -88,7 +97,7 @@ ApplyOutcome LeashedParameters::apply(std::span<const float> grad, float lr, uin
 
 void LeashedParameters::snapshot(std::span<float> out) const {
   const ParamVersion* v = latest_.load(std::memory_order_acquire);
-  std::copy(v->values.begin(), v->values.end(), out.begin());
+  std::copy_n(v->values.begin(), size_, out.begin());
 }
 
 uint64_t LeashedParameters::updates() const { return latest_.load(std::memory_order_acquire)->version; }

@@ -3,13 +3,17 @@
 // shared state is one atomic pointer to the latest parameter version. A
 // thread computes its gradient on the version it acquired; to apply it, it
 // copies the latest version into a vector of its own, applies the update
-// there and publishes it with compare-and-swap. When another thread published
+// there and publishes it with compare-and-swap. A version carries the
+// optimizer's state beside the parameters (velocity, Adam's moments and step
+// count: its version number), so every version is exactly its predecessor
+// after one optimizer step. When another thread published
 // first, it retries on the new latest version, at most --persistence times,
 // after which the gradient is dropped and counted. Every published version is
 // thus its predecessor plus exactly one update. Staleness: versions published
 // between the one a gradient was computed on and the one it is applied to.
 #include <atomic>
 
+#include "optim/optimizer.hpp"
 #include "shm/shared_parameters.hpp"
 #include "shm/version_pool.hpp"
 
@@ -18,11 +22,11 @@ namespace ptrain {
 class LeashedParameters final : public SharedParameters {
  public:
   // persistence: retries after a failed swap (-1: no bound).
-  LeashedParameters(std::span<const float> initial, int threads, int persistence);
+  LeashedParameters(std::span<const float> initial, int threads, int persistence, const OptimizerConfig& optimizer);
   ~LeashedParameters() override;
 
   uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
-  ApplyOutcome apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff& backoff,
+  ApplyOutcome apply(std::span<const float> grad, uint64_t read_version, int thread, Backoff& backoff,
                      ThreadCounters& counters, std::span<float> replica) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override;
@@ -36,6 +40,8 @@ class LeashedParameters final : public SharedParameters {
   ParamVersion* acquire_latest();
   ParamVersion* take_vector();
 
+  size_t size_;                      // parameters; a version's vector holds them, then the optimizer's state
+  std::unique_ptr<Optimizer> rule_;  // its kernels only: the state is each version's
   int persistence_;
   VersionPool pool_;
   std::atomic<ParamVersion*> latest_;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 
-#include "shm/sgd_update.hpp"
 
 namespace ptrain {
 
@@ -26,8 +25,11 @@ void acquire(TryLock try_lock, Lock lock, Backoff& backoff, ThreadCounters& coun
 
 }  // namespace
 
-LockedParameters::LockedParameters(std::span<const float> initial, bool shared_reads)
-    : shared_reads_(shared_reads), params_(initial.begin(), initial.end()) {}
+LockedParameters::LockedParameters(std::span<const float> initial, bool shared_reads,
+                                   const OptimizerConfig& optimizer)
+    : shared_reads_(shared_reads),
+      optimizer_(make_optimizer(optimizer, initial.size())),
+      params_(initial.begin(), initial.end()) {}
 
 uint64_t LockedParameters::read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) {
   assert(local.size() == params_.size());
@@ -43,10 +45,10 @@ uint64_t LockedParameters::read(std::span<float> local, Backoff& backoff, Thread
   return version_;
 }
 
-ApplyOutcome LockedParameters::apply(std::span<const float> grad, float lr, uint64_t read_version,
-                                     Backoff& backoff, ThreadCounters& counters, std::span<float>) {
+ApplyOutcome LockedParameters::apply(std::span<const float> grad, uint64_t read_version, int, Backoff& backoff,
+                                     ThreadCounters& counters, std::span<float>) {
   auto update = [&] {
-    sgd_update(params_, grad, lr);
+    optimizer_->step(params_, grad);
     return ApplyOutcome{true, version_++ - read_version, false, 0};
   };
   ++counters.applied;
@@ -72,9 +74,12 @@ uint64_t SequentialParameters::read(std::span<float> local, Backoff&, ThreadCoun
   return version_;
 }
 
-ApplyOutcome SequentialParameters::apply(std::span<const float> grad, float lr, uint64_t, Backoff&,
+SequentialParameters::SequentialParameters(std::span<float> replica, const OptimizerConfig& optimizer)
+    : params_(replica), optimizer_(make_optimizer(optimizer, replica.size())) {}
+
+ApplyOutcome SequentialParameters::apply(std::span<const float> grad, uint64_t, int, Backoff&,
                                          ThreadCounters& counters, std::span<float>) {
-  sgd_update(params_, grad, lr);
+  optimizer_->step(params_, grad);
   ++version_;
   ++counters.applied;
   return {true, 0};

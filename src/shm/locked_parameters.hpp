@@ -2,11 +2,14 @@
 // Lock-based AsyncSGD: a thread copies the parameters under a lock, computes
 // its gradient without it, and applies the update under it again. With a
 // read-write lock the copies share the lock and only updates exclude each
-// other. Staleness: updates applied between a thread's copy and its update.
+// other. The optimizer's state (velocity, moments) is shared like the
+// parameters and stepped under the same lock. Staleness: updates applied
+// between a thread's copy and its update.
 #include <mutex>
 #include <shared_mutex>
 #include <vector>
 
+#include "optim/optimizer.hpp"
 #include "shm/shared_parameters.hpp"
 
 namespace ptrain {
@@ -14,16 +17,17 @@ namespace ptrain {
 class LockedParameters final : public SharedParameters {
  public:
   // shared_reads: the read-write lock (rwlock); else one mutex (mutex).
-  LockedParameters(std::span<const float> initial, bool shared_reads);
+  LockedParameters(std::span<const float> initial, bool shared_reads, const OptimizerConfig& optimizer);
 
   uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
-  ApplyOutcome apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff& backoff,
+  ApplyOutcome apply(std::span<const float> grad, uint64_t read_version, int thread, Backoff& backoff,
                      ThreadCounters& counters, std::span<float> replica) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override;
 
  private:
   bool shared_reads_;
+  std::unique_ptr<Optimizer> optimizer_;  // guarded by the lock
   std::mutex mutex_;
   std::shared_mutex rwlock_;
   std::vector<float> params_;
@@ -33,16 +37,17 @@ class LockedParameters final : public SharedParameters {
 // seq: the single thread's own replica is the storage, so reads copy nothing.
 class SequentialParameters final : public SharedParameters {
  public:
-  explicit SequentialParameters(std::span<float> replica) : params_(replica) {}
+  SequentialParameters(std::span<float> replica, const OptimizerConfig& optimizer);
 
   uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
-  ApplyOutcome apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff& backoff,
+  ApplyOutcome apply(std::span<const float> grad, uint64_t read_version, int thread, Backoff& backoff,
                      ThreadCounters& counters, std::span<float> replica) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override { return version_; }
 
  private:
   std::span<float> params_;
+  std::unique_ptr<Optimizer> optimizer_;
   uint64_t version_ = 0;
 };
 

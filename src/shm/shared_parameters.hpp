@@ -1,8 +1,13 @@
 #pragma once
 // The one parameter vector all threads train, and the rule that guards it.
 // A thread reads it into its own replica, computes a gradient there without
-// any synchronization, and applies `params -= lr * grad` through apply(). The
-// algorithms (shm_config.hpp) differ only in these two calls.
+// any synchronization, and applies an optimizer step (optim/: SGD, momentum,
+// Nesterov or Adam, the same kernels as every other strategy) through
+// apply(). The algorithms (shm_config.hpp) differ only in these two calls,
+// and in where the optimizer's state lives: under the lock with the
+// parameters (mutex, rwlock, seq), in each published version (Leashed-SGD),
+// or with each thread (HOGWILD!, as each process of PyTorch's HOGWILD!
+// example has its own optimizer).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -35,9 +40,10 @@ class SharedParameters {
 
   // Copies the current parameters into `local` and returns the version read.
   virtual uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) = 0;
-  // Applies params -= lr * grad, for a gradient computed on version `read_version`.
-  // `replica` is the caller's copy, which an algorithm may refresh on the way (see ApplyOutcome).
-  virtual ApplyOutcome apply(std::span<const float> grad, float lr, uint64_t read_version, Backoff& backoff,
+  // Applies one optimizer step with `grad`, computed on version `read_version`
+  // by thread `thread`. `replica` is the caller's copy, which an algorithm may
+  // refresh on the way (see ApplyOutcome).
+  virtual ApplyOutcome apply(std::span<const float> grad, uint64_t read_version, int thread, Backoff& backoff,
                              ThreadCounters& counters, std::span<float> replica) = 0;
   // The parameters, while no thread runs.
   virtual void snapshot(std::span<float> out) const = 0;

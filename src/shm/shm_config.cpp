@@ -48,7 +48,7 @@ void validate_shm_config(const ShmConfig& c) {
   if (c.algorithm == ShmAlgorithm::Seq && c.threads != 1)
     throw Error(fmt::format("--strategy seq runs one thread (got --threads {})", c.threads));
   if (c.batch < 1) throw Error("--batch must be at least 1");
-  if (!(c.lr > 0) || !std::isfinite(c.lr)) throw Error(fmt::format("--lr must be > 0 (got {})", c.lr));
+  validate_optimizer_config(c.optimizer);
   if (!(c.epochs > 0) || !std::isfinite(c.epochs))
     throw Error(fmt::format("--epochs must be > 0 (got {})", c.epochs));
   if (c.persistence < -1)

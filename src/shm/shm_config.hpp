@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "optim/optimizer.hpp"
+
 namespace ptrain {
 
 enum class ShmAlgorithm {
@@ -39,7 +41,7 @@ struct ShmConfig {
   ShmAlgorithm algorithm = ShmAlgorithm::Leashed;
   int threads = 2;
   size_t batch = 16;
-  float lr = 0.01f;  // plain SGD: params -= lr * grad
+  OptimizerConfig optimizer{.kind = OptimizerKind::Sgd, .lr = 0.01f};  // applied to the shared parameters
   // Stop after this many passes over the training set, counted in samples by all threads together.
   double epochs = 10;
   // Leashed: failed swaps a gradient may retry after its first attempt before it is dropped (-1: no bound).

@@ -23,7 +23,7 @@ TEST(AsyncSgdMlp, EveryAlgorithmTrainsTheMlpToTheTarget) {
     c.algorithm = parse_shm_algorithm(name);
     c.threads = c.algorithm == ShmAlgorithm::Seq ? 1 : 2;
     c.batch = 16;
-    c.lr = 0.05f;
+    c.optimizer.lr = 0.05f;
     c.epochs = 6;
     c.check_every = 25;
     c.target_loss = 0.7;

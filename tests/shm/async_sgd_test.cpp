@@ -24,7 +24,7 @@ ShmConfig config_for(ShmAlgorithm algorithm, int threads) {
   c.algorithm = algorithm;
   c.threads = threads;
   c.batch = 8;
-  c.lr = 0.1f;
+  c.optimizer.lr = 0.1f;
   c.epochs = 20;
   c.check_every = 25;
   c.seed = 9;
@@ -71,7 +71,7 @@ TEST(AsyncSgd, DivergenceEndsTheRunAndIsReported) {
   for (auto algorithm : {ShmAlgorithm::Hogwild, ShmAlgorithm::Leashed, ShmAlgorithm::Mutex}) {
     SCOPED_TRACE(to_string(algorithm));
     ShmConfig c = config_for(algorithm, 2);
-    c.lr = 1e6f;
+    c.optimizer.lr = 1e6f;
     c.diverge_above = 50;
     const AsyncSgdResult r = run_async_sgd(c, data, data, softmax(data));
     EXPECT_TRUE(r.diverged);
@@ -85,7 +85,7 @@ TEST(AsyncSgd, CountsEveryUpdateOfTheCountingModel) {
   for (auto algorithm : {ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Leashed}) {
     SCOPED_TRACE(to_string(algorithm));
     ShmConfig c = config_for(algorithm, 4);
-    c.lr = 1;
+    c.optimizer.lr = 1;
     c.epochs = 100;  // 800 gradients of batch 8
     c.check_every = 150;
     const AsyncSgdResult r = run_async_sgd(c, data, data, [] { return std::make_unique<test::CountingModel>(32); });

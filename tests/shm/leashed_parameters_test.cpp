@@ -12,11 +12,13 @@ namespace ptrain {
 namespace {
 
 constexpr size_t kSize = 256;
+// A gradient of -1 then adds 1 to every parameter.
+const OptimizerConfig kSgd{.kind = OptimizerKind::Sgd, .lr = 1.0f};
 
 TEST(LeashedParameters, PublishesOneChainOfVersions) {
   std::vector<float> initial(kSize, 0.0f);
   const int threads = 4, steps = 400;
-  LeashedParameters shared(initial, threads, -1);
+  LeashedParameters shared(initial, threads, -1, kSgd);
   std::atomic<uint64_t> bad_links{0};
   std::vector<ThreadCounters> counters(threads);
   std::vector<std::thread> pool;
@@ -29,7 +31,7 @@ TEST(LeashedParameters, PublishesOneChainOfVersions) {
         // A consistent copy: every element has seen exactly `v` updates.
         for (float x : local)
           if (x != static_cast<float>(v)) bad_links.fetch_add(1, std::memory_order_relaxed);
-        shared.apply(grad, 1.0f, v, b, counters[t], {});
+        shared.apply(grad, v, t, b, counters[t], {});
       }
     });
   for (auto& th : pool) th.join();
@@ -56,7 +58,7 @@ ThreadCounters contend(LeashedParameters& shared, size_t size, int threads, int 
     pool.emplace_back([&, t] {
       std::vector<float> local(size), grad(size, -1.0f);
       Backoff b({}, t);
-      for (int s = 0; s < steps; ++s) shared.apply(grad, 1.0f, shared.read(local, b, counters[t]), b, counters[t], {});
+      for (int s = 0; s < steps; ++s) shared.apply(grad, shared.read(local, b, counters[t]), t, b, counters[t], {});
     });
   for (auto& th : pool) th.join();
   ThreadCounters sum;
@@ -69,7 +71,7 @@ TEST(LeashedParameters, PersistenceBoundDropsAndCountsUnderContention) {
   const size_t size = 1 << 14;
   // Rounds until the threads collided at least once (the first almost always does).
   for (int round = 0; round < 20; ++round) {
-    LeashedParameters shared(std::vector<float>(size, 0.0f), threads, 0);  // one attempt per gradient
+    LeashedParameters shared(std::vector<float>(size, 0.0f), threads, 0, kSgd);  // one attempt per gradient
     const ThreadCounters c = contend(shared, size, threads, steps);
     // With persistence 0 every failed swap drops its gradient; each gradient is applied or dropped.
     EXPECT_EQ(c.dropped, c.failed_swaps);
@@ -87,7 +89,7 @@ TEST(LeashedParameters, PersistenceBoundDropsAndCountsUnderContention) {
 TEST(LeashedParameters, UnboundedPersistenceRetriesUntilApplied) {
   const int threads = 4, steps = 300;
   const size_t size = 1 << 14;
-  LeashedParameters shared(std::vector<float>(size, 0.0f), threads, -1);
+  LeashedParameters shared(std::vector<float>(size, 0.0f), threads, -1, kSgd);
   const ThreadCounters c = contend(shared, size, threads, steps);
   EXPECT_EQ(c.dropped, 0u);
   EXPECT_EQ(c.applied, uint64_t{threads * steps});

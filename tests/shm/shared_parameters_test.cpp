@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "core/rng.hpp"
+#include "shm/hogwild_parameters.hpp"
 #include "shm/leashed_parameters.hpp"
 
 namespace ptrain {
@@ -31,7 +34,7 @@ Totals hammer(SharedParameters& shared, int threads, int steps, BackoffConfig ba
       for (int s = 0; s < steps; ++s) {
         const uint64_t v = shared.read(local, b, per[t].counters);
         std::this_thread::yield();
-        const ApplyOutcome o = shared.apply(grad, 1.0f, v, b, per[t].counters, {});
+        const ApplyOutcome o = shared.apply(grad, v, t, b, per[t].counters, {});
         if (o.applied) per[t].max_staleness = std::max(per[t].max_staleness, o.staleness);
       }
     });
@@ -47,12 +50,13 @@ Totals hammer(SharedParameters& shared, int threads, int steps, BackoffConfig ba
   return sum;
 }
 
+// Plain SGD with step size `lr` unless another optimizer is given.
 std::unique_ptr<SharedParameters> make(ShmAlgorithm algorithm, int threads, std::vector<float>& initial,
-                                       int persistence = -1) {
+                                       float lr = 1.0f, std::optional<OptimizerConfig> optimizer = {}) {
   ShmConfig c;
   c.algorithm = algorithm;
   c.threads = threads;
-  c.persistence = persistence;
+  c.optimizer = optimizer ? *optimizer : OptimizerConfig{.kind = OptimizerKind::Sgd, .lr = lr};
   return make_shared_parameters(c, initial);
 }
 
@@ -105,12 +109,12 @@ TEST(SharedParameters, HogwildMayLoseUpdatesButNeverInventsThem) {
 
 TEST(SharedParameters, SequentialTrainsTheReplicaInPlace) {
   std::vector<float> replica(kSize, 1.0f);
-  auto shared = make(ShmAlgorithm::Seq, 1, replica);
+  auto shared = make(ShmAlgorithm::Seq, 1, replica, 2.0f);
   Backoff b({}, 1);
   ThreadCounters counters;
   std::vector<float> grad(kSize, 0.5f);
   const uint64_t v = shared->read(replica, b, counters);
-  const ApplyOutcome o = shared->apply(grad, 2.0f, v, b, counters, {});
+  const ApplyOutcome o = shared->apply(grad, v, 0, b, counters, {});
   EXPECT_TRUE(o.applied);
   EXPECT_EQ(o.staleness, 0u);
   EXPECT_EQ(replica[0], 0.0f);  // 1 - 2 * 0.5, in the replica itself
@@ -119,19 +123,19 @@ TEST(SharedParameters, SequentialTrainsTheReplicaInPlace) {
 
 TEST(SharedParameters, HogwildRefreshesTheReplicaInTheSamePass) {
   std::vector<float> initial(kSize, 3.0f), replica(kSize, -7.0f), grad(kSize, 1.0f);
-  auto shared = make(ShmAlgorithm::Hogwild, 1, initial);
+  auto shared = make(ShmAlgorithm::Hogwild, 1, initial, 0.5f);
   Backoff b({}, 1);
   ThreadCounters counters;
-  const ApplyOutcome o = shared->apply(grad, 0.5f, 0, b, counters, replica);
+  const ApplyOutcome o = shared->apply(grad, 0, 0, b, counters, replica);
   EXPECT_TRUE(o.refreshed);
   EXPECT_EQ(o.version, 1u);
   EXPECT_EQ(replica, std::vector<float>(kSize, 2.5f));
   EXPECT_EQ(snapshot(*shared), replica);
   // The others leave the replica alone.
   for (auto algorithm : {ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Leashed}) {
-    auto other = make(algorithm, 1, initial);
+    auto other = make(algorithm, 1, initial, 0.5f);
     std::vector<float> untouched(kSize, -7.0f);
-    EXPECT_FALSE(other->apply(grad, 0.5f, 0, b, counters, untouched).refreshed);
+    EXPECT_FALSE(other->apply(grad, 0, 0, b, counters, untouched).refreshed);
     EXPECT_EQ(untouched, std::vector<float>(kSize, -7.0f));
   }
 }
@@ -144,8 +148,74 @@ TEST(SharedParameters, LockStalenessCountsTheUpdatesInBetween) {
     Backoff b({}, 1);
     ThreadCounters counters;
     const uint64_t old = shared->read(local, b, counters);
-    for (int i = 0; i < 3; ++i) shared->apply(grad, 1.0f, shared->read(local, b, counters), b, counters, {});
-    EXPECT_EQ(shared->apply(grad, 1.0f, old, b, counters, {}).staleness, 3u);
+    for (int i = 0; i < 3; ++i) shared->apply(grad, shared->read(local, b, counters), 0, b, counters, {});
+    EXPECT_EQ(shared->apply(grad, old, 0, b, counters, {}).staleness, 3u);
+  }
+}
+
+const std::vector<OptimizerConfig> kOptimizers = {
+    {.kind = OptimizerKind::Sgd, .lr = 0.1f, .weight_decay = 0.01f},
+    {.kind = OptimizerKind::Momentum, .lr = 0.1f, .momentum = 0.9f},
+    {.kind = OptimizerKind::Nesterov, .lr = 0.1f, .momentum = 0.8f, .weight_decay = 0.001f},
+    {.kind = OptimizerKind::Adam, .lr = 0.01f},
+};
+
+// One thread, a run of different gradients: every algorithm ends with the
+// bits the optimizer itself gives, so the optimizer state each keeps (under
+// the lock, in each Leashed version, with each HOGWILD! thread in chunks)
+// evolves as the optimizer's own. The size is no multiple of HOGWILD!'s chunk.
+TEST(SharedParameters, EveryAlgorithmStepsLikeTheOptimizerItself) {
+  const size_t size = 2 * HogwildParameters::kChunk + 77;
+  Rng rng(7);
+  std::vector<float> initial(size);
+  for (float& x : initial) x = static_cast<float>(rng.uniform()) - 0.5f;
+  std::vector<std::vector<float>> grads(6, std::vector<float>(size));
+  for (auto& g : grads)
+    for (float& x : g) x = static_cast<float>(rng.uniform()) - 0.5f;
+  for (const OptimizerConfig& optimizer : kOptimizers) {
+    std::vector<float> expected = initial;
+    auto reference = make_optimizer(optimizer, size);
+    for (const auto& g : grads) reference->step(expected, g);
+    for (auto algorithm : {ShmAlgorithm::Seq, ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Hogwild,
+                           ShmAlgorithm::Leashed}) {
+      SCOPED_TRACE(to_string(algorithm) + " with " + to_string(optimizer.kind));
+      std::vector<float> start = initial, local(size);
+      auto shared = make(algorithm, 1, start, 0, optimizer);
+      Backoff b({}, 1);
+      ThreadCounters counters;
+      for (const auto& g : grads) shared->apply(g, shared->read(local, b, counters), 0, b, counters, local);
+      std::vector<float> got(size);
+      shared->snapshot(got);
+      ASSERT_EQ(got, expected);
+    }
+  }
+}
+
+// Several threads, one constant gradient: the consistent algorithms apply every
+// step to one shared optimizer state, so any order gives the bits of the
+// optimizer's own run of as many steps.
+TEST(SharedParameters, ConsistentAlgorithmsShareOneOptimizerState) {
+  const int threads = 4, steps = 100;
+  for (const OptimizerConfig& optimizer : kOptimizers) {
+    std::vector<float> expected(kSize, 1.0f);
+    const std::vector<float> grad(kSize, -0.25f);
+    auto reference = make_optimizer(optimizer, kSize);
+    for (int s = 0; s < threads * steps; ++s) reference->step(expected, grad);
+    for (auto algorithm : {ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Leashed}) {
+      SCOPED_TRACE(to_string(algorithm) + " with " + to_string(optimizer.kind));
+      std::vector<float> initial(kSize, 1.0f);
+      auto shared = make(algorithm, threads, initial, 0, optimizer);
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+          std::vector<float> local(kSize);
+          Backoff b({}, 100 + t);
+          ThreadCounters counters;
+          for (int s = 0; s < steps; ++s) shared->apply(grad, shared->read(local, b, counters), t, b, counters, {});
+        });
+      for (auto& th : pool) th.join();
+      EXPECT_EQ(snapshot(*shared), expected);
+    }
   }
 }
 
