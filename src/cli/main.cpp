@@ -6,7 +6,6 @@
 
 #include "cli/bench_allreduce_command.hpp"
 #include "cli/bench_compress_command.hpp"
-#include "cli/shm_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/sweep_command.hpp"
 #include "cli/train_command.hpp"
@@ -58,8 +57,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ptrain::TrainCommand train_command;
   auto* train = ptrain::add_train_command(app, train_command);
-  ptrain::ShmCommandOptions shm_options;
-  auto* shm = ptrain::add_shm_command(app, shm_options);
+  ptrain::TrainCommand shm_command;
+  auto* shm = ptrain::add_shm_command(app, shm_command);
   ptrain::SweepOptions sweep_options;
   auto* sweep = ptrain::add_sweep_command(app, sweep_options);
   ptrain::SimulateOptions simulate_options;
@@ -91,7 +90,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (train->parsed()) return ptrain::run_train_command(train_command, command_line);
-    if (shm->parsed()) return ptrain::run_shm_command(shm_options);
+    if (shm->parsed()) return ptrain::run_train_command(shm_command, command_line);
     if (sweep->parsed()) return ptrain::run_sweep_command(sweep_options);
     if (simulate->parsed()) return ptrain::run_simulate_command(simulate_options);
     if (bench_allreduce->parsed()) return ptrain::run_bench_allreduce_command(bench_allreduce_options);

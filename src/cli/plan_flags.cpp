@@ -182,8 +182,10 @@ void set_choice_field(typename Registry::Choice& choice, const char* section, co
 
 }  // namespace
 
-PlanFlags::PlanFlags(CLI::App& cmd) {
+PlanFlags::PlanFlags(CLI::App& cmd, const std::vector<std::string>& except) {
+  auto excepted = [&](const std::string& flag) { return std::find(except.begin(), except.end(), flag) != except.end(); };
   for (const auto& [flag, section] : kNameFlags) {
+    if (excepted(flag)) continue;
     std::string help;
     const std::string s = section;
     if (s == "model")
@@ -209,6 +211,7 @@ PlanFlags::PlanFlags(CLI::App& cmd) {
   }
   for (const auto& [flag, info] : all_flags()) {
     const std::string name = flag;
+    if (excepted(name)) continue;
     if (info.is_bool) {
       const std::string negated = "--no-" + name.substr(2);
       cmd.add_flag_function(name, [this, name](std::int64_t) { given_.emplace_back(name, "true"); },
@@ -233,7 +236,7 @@ PlanFlags::PlanFlags(CLI::App& cmd) {
   names_.push_back("--straggler");
 }
 
-RunPlan PlanFlags::apply(RunPlan plan, Problems& problems) const {
+RunPlan PlanFlags::apply(RunPlan plan, Problems& problems, bool other_strategies_fields) const {
   for (const auto& [flag, text] : given_) {
     if (flag == "--model" && names_a_file(text)) plan.model = TorchScriptOptions{text};
     else if (flag == "--model") set_kind<ModelRegistry>(plan.model, flag, text, "model", problems);
@@ -267,6 +270,8 @@ RunPlan PlanFlags::apply(RunPlan plan, Problems& problems) const {
     else if (section == "model") set_choice_field<ModelRegistry>(plan.model, "model", flag, text, info, problems);
     else if (section == "optimizer")
       set_choice_field<OptimizerRegistry>(plan.optimizer, "optimizer", flag, text, info, problems);
+    else if (section == "strategy" && other_strategies_fields)
+      std::visit([&](auto& o) { set_field(o, "strategy", flag, text, problems); }, plan.strategy);
     else if (section == "strategy")
       set_choice_field<StrategyRegistry>(plan.strategy, "strategy", flag, text, info, problems);
     else if (section == "codec") set_choice_field<CodecRegistry>(plan.codec, "codec", flag, text, info, problems);

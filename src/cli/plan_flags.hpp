@@ -19,11 +19,14 @@ namespace ptrain {
 class PlanFlags {
  public:
   // Adds every flag to `cmd`.
-  explicit PlanFlags(CLI::App& cmd);
+  // `except`: flags the command defines its own way (ptrain sweep's lists).
+  explicit PlanFlags(CLI::App& cmd, const std::vector<std::string>& except = {});
 
   // The plan: `base` (the defaults or a --config file) with the flags given on
-  // the command line applied in order. Problems name the flags.
-  RunPlan apply(RunPlan base, Problems& problems) const;
+  // the command line applied in order. Problems name the flags. With
+  // `other_strategies_fields`, a strategy field the plan's strategy lacks is
+  // passed over instead of refused (a sweep over strategies).
+  RunPlan apply(RunPlan base, Problems& problems, bool other_strategies_fields = false) const;
 
   // The flag a plan field is known by here ("codec.density" -> "--dgc-density").
   static std::string flag_of(const std::string& field, const RunPlan& plan);

@@ -1,23 +1,24 @@
 #pragma once
-// `ptrain sweep`: a grid of shared-memory runs (algorithm x threads x batch x
-// step size x repetitions), one CSV row per run, and the best batch and step
-// size for each algorithm and thread count.
+// `ptrain sweep`: a grid of shared-memory runs (strategy x threads x batch x
+// step size x repetitions), each a run plan trained by run(), one CSV row per
+// run, and the best batch and step size for each strategy and thread count.
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "cli/shm_options.hpp"
+#include "cli/plan_flags.hpp"
 
 namespace ptrain {
 
 struct SweepOptions {
-  ShmOptions common;
   std::vector<std::string> strategies = {"seq", "mutex", "rwlock", "hogwild", "leashed"};
   std::vector<int> threads = {1, 2};
   std::vector<size_t> batches = {16, 64};
   std::vector<float> lrs = {0.01f, 0.05f};
   int repetitions = 3;
   std::string csv_path;
+  std::unique_ptr<PlanFlags> flags;  // every other field of the plan
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options);

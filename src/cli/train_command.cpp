@@ -59,7 +59,7 @@ void print_summary(const RunPlan& plan, const RunResult& result) {
                result.epochs.empty() ? 0.0 : result.epochs.back().test_loss);
   fmt::print("  throughput   {:.0f} samples/s ({:.1f} s training, {:.1f} s wall)\n", result.samples_per_s,
              result.train_seconds, result.wall_seconds);
-  fmt::print("  comm         {} sent by the busiest worker\n", mib(sent));
+  if (!result.comm.empty()) fmt::print("  comm         {} sent by the busiest worker\n", mib(sent));
   if (compresses(plan.codec)) {
     CodecStats codec;
     for (const auto& c : result.codec) codec += c;
@@ -89,11 +89,9 @@ std::string with_flags(const std::string& message, const RunPlan& plan) {
   return out + message.substr(last);
 }
 
-CLI::App* add_train_command(CLI::App& app, TrainCommand& c) {
-  auto* cmd = app.add_subcommand(
-      "train", "Train a model with several workers (threads, or MPI ranks under mpirun), by a run plan built from "
-               "these flags, a plan file, or both");
-  c.flags = std::make_unique<PlanFlags>(*cmd);
+namespace {
+
+void add_output_options(CLI::App* cmd, TrainCommand& c) {
   cmd->add_option("--config", c.config_path,
                   "Start from this plan file or run report (its plan): the flags given here override it")
       ->group("Output")
@@ -102,14 +100,55 @@ CLI::App* add_train_command(CLI::App& app, TrainCommand& c) {
   cmd->add_flag("--print-plan", c.print_plan, "Print the plan as JSON (a plan file) and stop, without training")
       ->group("Output");
   cmd->add_flag("--quiet,-q", c.quiet, "Print nothing but errors (the report is still written)")->group("Output");
+}
+
+std::string shared_memory_strategies() {
+  std::string out;
+  for (auto name : StrategyRegistry::names())
+    if (shared_memory_config(*StrategyRegistry::make(name))) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+}  // namespace
+
+CLI::App* add_train_command(CLI::App& app, TrainCommand& c) {
+  auto* cmd = app.add_subcommand(
+      "train", "Train a model with several workers (threads, or MPI ranks under mpirun), by a run plan built from "
+               "these flags, a plan file, or both");
+  c.flags = std::make_unique<PlanFlags>(*cmd);
+  add_output_options(cmd, c);
+  return cmd;
+}
+
+CLI::App* add_shm_command(CLI::App& app, TrainCommand& c) {
+  auto* cmd = app.add_subcommand(
+      "shm", "Shared-memory asynchronous SGD: threads of one process train one model (" + shared_memory_strategies() +
+                 "); ptrain train with the defaults of the Leashed-SGD experiments");
+  c.shared_memory_only = true;
+  c.defaults.model = MlpOptions{.hidden = {128, 128, 128}};
+  c.defaults.strategy = LeashedOptions{};
+  c.defaults.optimizer = SgdOptions{};
+  c.defaults.run.workers = 2;
+  c.defaults.run.batch = 16;
+  c.defaults.run.epochs = 10;
+  c.flags = std::make_unique<PlanFlags>(*cmd);
+  cmd->add_option("--threads", c.threads, "Threads sharing the model: the same as --workers [default: 2]")
+      ->group("Run")
+      ->type_name("INT");
+  add_output_options(cmd, c);
   return cmd;
 }
 
 int run_train_command(TrainCommand& c, const std::vector<std::string>& command_line) {
-  RunPlan plan = c.config_path.empty() ? RunPlan{} : read_plan_file(c.config_path);
+  RunPlan plan = c.config_path.empty() ? c.defaults : read_plan_file(c.config_path);
   Problems problems;
   plan = c.flags->apply(plan, problems);
+  if (c.threads != -1) plan.run.workers = c.threads;
   problems.throw_if_any();
+  if (c.shared_memory_only && !shared_memory_config(plan.strategy))
+    throw Error(fmt::format("--strategy {}: ptrain shm runs the shared-memory strategies ({}); ptrain train runs "
+                            "every strategy",
+                            StrategyRegistry::name_of(plan.strategy), shared_memory_strategies()));
   check_plan(plan).throw_if_any([&](const std::string& field) { return PlanFlags::flag_of(field, plan); });
   if (c.print_plan) {
     fmt::print("{}\n", plan_to_json(plan).dump(2));
@@ -151,6 +190,10 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
         display.progress(p);
       };
       callbacks.on_epoch_end = [&](const EpochMetrics& m) { display.epoch_end(m, std::max(epochs, m.epoch)); };
+      callbacks.on_loss_check = [](const LossCheck& c) {
+        fmt::print("  updates {:>8}  {:>8.2f} s  training loss {:.4f}\n", c.updates, c.seconds, c.loss);
+        std::fflush(stdout);
+      };
     }
     const RunResult result = run(plan, world, callbacks);
     if (!world.reports()) return 0;
@@ -159,6 +202,7 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
       write_json_file(c.report_path, make_report(ran, world, result, {command_line, started_at}));
       if (!c.quiet) fmt::print("  report       {}\n", c.report_path);
     }
+    if (result.shared_memory && result.shared_memory->diverged) return 3;
   } catch (const Error& e) {
     throw Error(with_flags(e.what(), plan));
   }

@@ -10,6 +10,9 @@
 namespace ptrain {
 
 struct TrainCommand {
+  RunPlan defaults;                 // the plan the flags start from without --config
+  bool shared_memory_only = false;  // ptrain shm: the shared-memory strategies only
+  int threads = -1;                 // ptrain shm --threads: the same as --workers (-1: not given)
   std::string config_path;  // a plan file or a run report to start from
   std::string report_path;
   bool print_plan = false;  // print the plan as JSON and stop
@@ -18,9 +21,14 @@ struct TrainCommand {
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainCommand& command);
+// `ptrain shm`: the same command for the shared-memory strategies, with the
+// defaults of the Leashed-SGD paper's experiments (MLP 784-3x128-10, plain
+// SGD, leashed, 2 threads x batch 16, 10 epochs).
+CLI::App* add_shm_command(CLI::App& app, TrainCommand& command);
 
 // Builds the plan, checks it (every problem at once, naming flags), trains,
-// prints and writes the report. Throws ptrain::Error for bad input.
+// prints and writes the report. Throws ptrain::Error for bad input; a
+// shared-memory run that diverged is reported and exits with 3.
 int run_train_command(TrainCommand& command, const std::vector<std::string>& command_line);
 
 // Rewrites the plan fields named in an error message ("run.workers") as the

@@ -44,6 +44,10 @@ Problems check_plan(const RunPlan& plan) {
   if (run.straggler_rank >= 0 && run.workers > 0 && run.straggler_rank >= run.workers)
     problems.add("run.straggler_rank",
                  fmt::format("is no worker among {} workers (got {})", run.workers, run.straggler_rank));
+  if (run.straggler_rank >= 0 && shared_memory_config(plan.strategy))
+    problems.add("run.straggler_rank", fmt::format("applies to the trainer's workers, not the threads of the "
+                                                   "shared-memory strategy {}",
+                                                   strategy));
   if (run.straggler_rank < 0 && run.straggler_factor != 1)
     problems.add("run.straggler_factor", "applies only with a straggler (run.straggler_rank)");
   return problems;

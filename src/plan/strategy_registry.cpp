@@ -48,7 +48,21 @@ void check_strategy(const StrategyChoice& s, int workers, const std::string& pre
 }
 
 StrategyFactory strategy_factory_of(const StrategyChoice& s) {
-  return std::visit([](const auto& o) { return strategy_factory(o); }, s);
+  return std::visit(
+      [](const auto& o) -> StrategyFactory {
+        if constexpr (requires { o.make_group(StrategyConfig{}, size_t{}, int{}); }) return strategy_factory(o);
+        else return {};
+      },
+      s);
+}
+
+std::optional<ShmConfig> shared_memory_config(const StrategyChoice& s) {
+  return std::visit(
+      [](const auto& o) -> std::optional<ShmConfig> {
+        if constexpr (requires { o.shm_config(); }) return o.shm_config();
+        else return std::nullopt;
+      },
+      s);
 }
 
 }  // namespace ptrain

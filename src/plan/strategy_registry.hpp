@@ -2,24 +2,27 @@
 // The strategies a run can choose (--strategy, the plan's `strategy`). Adding
 // one is its options struct (`name`, `fields`, `make_group`, and the traits
 // below where they differ from the defaults) and one line in the list.
+#include <optional>
 #include <string>
 
 #include "core/problems.hpp"
 #include "core/registry.hpp"
+#include "shm/shm_strategies.hpp"
 #include "sync/hybrid_allreduce.hpp"
 #include "sync/parameter_server_options.hpp"
 #include "sync/sequential_turns.hpp"
 
 namespace ptrain {
 
-using StrategyRegistry =
-    Registry<HybridOptions, SequentialOptions, PsSyncOptions, PsBackupOptions, SspOptions, AsyncOptions>;
+using StrategyRegistry = Registry<HybridOptions, SequentialOptions, PsSyncOptions, PsBackupOptions, SspOptions,
+                                  AsyncOptions, SeqOptions, MutexOptions, RwLockOptions, HogwildOptions, LeashedOptions>;
 using StrategyChoice = StrategyRegistry::Choice;
 
 // Traits a strategy's options may declare (with these defaults when absent):
 //   static constexpr bool takes_codec = false;    gradients cross a wire, so a codec applies
 //   static constexpr bool distributed = false;    runs as MPI ranks too, not only as threads
 //   static constexpr bool stops_on_time = false;  ends a run at run.time_limit by itself
+//   static constexpr bool shared_memory = false;  threads share one model (shm_config()), run by run_async_sgd
 //   int servers;                                  parameter-server shards besides the workers
 //   void check(int workers, const std::string& prefix, Problems&) const;
 bool takes_codec(const StrategyChoice& s);
@@ -27,6 +30,9 @@ bool distributed(const StrategyChoice& s);
 bool stops_on_time(const StrategyChoice& s);
 int servers_of(const StrategyChoice& s);
 void check_strategy(const StrategyChoice& s, int workers, const std::string& prefix, Problems& problems);
+// The trainer's strategy; empty for a shared-memory one.
 StrategyFactory strategy_factory_of(const StrategyChoice& s);
+// A shared-memory strategy's own fields as the runner's config; nullopt for the others.
+std::optional<ShmConfig> shared_memory_config(const StrategyChoice& s);
 
 }  // namespace ptrain

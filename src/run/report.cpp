@@ -43,6 +43,36 @@ std::string utc_now() {
   return text;
 }
 
+namespace {
+
+nlohmann::json shared_memory_json(const AsyncSgdResult& r) {
+  const double applied = static_cast<double>(r.totals.applied);
+  return {{"stopped_by", r.stopped_by},
+          {"seconds_to_target", r.seconds_to_target ? nlohmann::json(*r.seconds_to_target) : nlohmann::json()},
+          {"diverged", r.diverged},
+          {"diverged_why", r.diverged_why},
+          {"final_train_loss", r.final_loss},
+          {"gradients", r.gradients},
+          {"thread_gradients", r.thread_gradients},
+          {"updates", r.totals.applied},
+          {"updates_per_s", r.train_seconds > 0 ? applied / r.train_seconds : 0.0},
+          {"dropped", r.totals.dropped},
+          {"failed_swaps", r.totals.failed_swaps},
+          {"failed_swaps_per_update", applied > 0 ? static_cast<double>(r.totals.failed_swaps) / applied : 0.0},
+          {"contended_locks", r.totals.contended_locks},
+          {"backoff_waits", r.backoff_waits},
+          {"backoff_us", r.backoff_us},
+          {"staleness_mean", r.staleness.mean()},
+          {"staleness_p50", r.staleness.quantile(0.5)},
+          {"staleness_p90", r.staleness.quantile(0.9)},
+          {"staleness_p99", r.staleness.quantile(0.99)},
+          {"staleness_max", r.staleness.max()},
+          {"staleness_histogram", r.staleness.bins},
+          {"cpus", r.cpus}};
+}
+
+}  // namespace
+
 nlohmann::json make_report(const RunPlan& plan, const World& world, const RunResult& r,
                            const ReportContext& context) {
   nlohmann::json report;
@@ -74,10 +104,16 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
                       {"seconds", e.seconds},
                       {"samples_per_s", e.samples_per_s}});
   auto& curve = report["loss_curve"] = nlohmann::json::array();
-  for (const auto& p : r.loss_curve)
-    curve.push_back({{"step", p.step},
-                     {"loss", p.loss},
-                     {"seconds", p.step <= r.step_seconds.size() ? r.step_seconds[p.step - 1] : 0.0f}});
+  if (r.shared_memory) {
+    // The shared model's training loss on the loss set, after `step` updates of all threads.
+    for (const auto& c : r.shared_memory->checks)
+      curve.push_back({{"step", c.updates}, {"loss", c.loss}, {"seconds", c.seconds}});
+  } else {
+    for (const auto& p : r.loss_curve)
+      curve.push_back({{"step", p.step},
+                       {"loss", p.loss},
+                       {"seconds", p.step <= r.step_seconds.size() ? r.step_seconds[p.step - 1] : 0.0f}});
+  }
   auto& comm = report["comm"] = nlohmann::json::array();
   CodecStats codec_total;
   for (size_t w = 0; w < r.comm.size(); ++w) {
@@ -123,6 +159,7 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
                         {"staleness_mean", shard.mean_staleness()},
                         {"staleness_max", shard.max_staleness()}});
   }
+  if (r.shared_memory) report["shared_memory"] = shared_memory_json(*r.shared_memory);
   report["summary"] = {
       {"steps", r.steps},
       {"samples", r.samples},

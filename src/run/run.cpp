@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "model/model_registry.hpp"
+#include "run/shared_memory_run.hpp"
 
 namespace ptrain {
 
@@ -81,7 +82,9 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
   const TrainConfig config = train_config(plan, world);
   TrainCallbacks train_callbacks{callbacks.on_progress, callbacks.on_epoch_end};
   RunResult result;
-  if (world.backend == Backend::Local) {
+  if (const auto shm = shared_memory_config(plan.strategy)) {
+    result = run_shared_memory(plan, *shm, world.workers, data.train, data.test, factory, callbacks);
+  } else if (world.backend == Backend::Local) {
     result = train(config, data.train, &data.test, factory, train_callbacks);
   } else if (world.is_server()) {
     serve_on(*world.ranks, config, data.train, factory);

@@ -12,6 +12,7 @@
 #include "model/model_input.hpp"
 #include "plan/run_plan.hpp"
 #include "run/world.hpp"
+#include "shm/async_sgd.hpp"
 #include "train/trainer.hpp"
 
 namespace ptrain {
@@ -36,6 +37,9 @@ struct RunCallbacks {
   std::function<void(const RunStart&)> on_start;
   std::function<void(const Progress&)> on_progress;       // from worker 0, every few steps
   std::function<void(const EpochMetrics&)> on_epoch_end;  // after evaluation
+  // Shared-memory strategies: each check of the shared model's training loss
+  // (the first on the initial model), with the updates and seconds so far.
+  std::function<void(const LossCheck&)> on_loss_check;
 };
 
 // Checks the plan (every problem at once, naming its fields), loads the data,

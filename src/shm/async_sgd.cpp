@@ -68,6 +68,7 @@ struct ThreadTally {
   ThreadCounters counters;
   CountHistogram staleness;
   uint64_t gradients = 0;
+  double loss_sum = 0;  // of its batch losses
   uint64_t backoff_waits = 0;
   double backoff_us = 0;
   int cpu = -1;
@@ -76,7 +77,8 @@ struct ThreadTally {
 }  // namespace
 
 AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, const Dataset& loss_set,
-                             const ReplicaFactory& make_replica, const LossCheckCallback& on_check) {
+                             const ReplicaFactory& make_replica, const ShmCallbacks& callbacks,
+                             const Dataset* test_set) {
   validate_shm_config(config);
   if (train_set.size() == 0) throw Error("training set '" + train_set.name() + "' is empty");
   if (loss_set.size() == 0) throw Error("loss set '" + loss_set.name() + "' is empty");
@@ -95,7 +97,12 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
   auto shared = make_shared_parameters(config, storage);
 
   const double updates_per_epoch = static_cast<double>(train_set.size()) / static_cast<double>(config.batch);
-  const auto total_gradients = static_cast<uint64_t>(std::ceil(config.epochs * updates_per_epoch));
+  auto total_gradients = static_cast<uint64_t>(std::ceil(config.epochs * updates_per_epoch));
+  if (config.max_gradients > 0) total_gradients = std::min(total_gradients, config.max_gradients);
+  // The gradient count at which epoch k (1-based) ends.
+  auto epoch_end = [&](size_t k) {
+    return static_cast<uint64_t>(std::ceil(static_cast<double>(k) * updates_per_epoch));
+  };
   const uint64_t check_every =
       config.check_every > 0 ? config.check_every : std::max<uint64_t>(1, std::llround(updates_per_epoch / 10));
 
@@ -121,6 +128,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
           const uint64_t read_version = fresh ? *fresh : shared->read(model.params(), backoff, tally.counters);
           const float loss = model.forward_backward(batch);
           ++tally.gradients;
+          tally.loss_sum += loss;
           if (!std::isfinite(loss) || loss > config.diverge_above) {
             std::lock_guard lock(state.mutex);
             if (state.diverged_why.empty())
@@ -154,8 +162,27 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
     shared->snapshot(evaluator->params());
     const LossCheck c{shared->updates(), seconds, evaluator->evaluate(loss_set).loss};
     result.checks.push_back(c);
-    if (on_check) on_check(c);
+    if (callbacks.on_check) callbacks.on_check(c);
     return c;
+  };
+  // Test metrics at the end of an epoch (or of the run, part way through one).
+  uint64_t epoch_start_gradients = 0;
+  double epoch_start_loss = 0, epoch_start_seconds = 0;
+  auto end_epoch = [&] {
+    if (!test_set) return;
+    uint64_t gradients = 0;
+    double loss_sum = 0;
+    for (const auto& tally : tallies) gradients += tally.gradients, loss_sum += tally.loss_sum;
+    ShmEpoch e;
+    e.epoch = result.epochs.size() + 1;
+    e.gradients = gradients - epoch_start_gradients;
+    e.train_loss = e.gradients > 0 ? (loss_sum - epoch_start_loss) / static_cast<double>(e.gradients) : 0.0;
+    e.seconds = result.train_seconds - epoch_start_seconds;
+    shared->snapshot(evaluator->params());
+    e.test = evaluator->evaluate(*test_set);
+    epoch_start_gradients = gradients, epoch_start_loss = loss_sum, epoch_start_seconds = result.train_seconds;
+    result.epochs.push_back(e);
+    if (callbacks.on_epoch) callbacks.on_epoch(e);
   };
 
   std::vector<std::thread> pool;
@@ -175,12 +202,18 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
     Finish finish{state, round_start, pool};
     check(0);
     uint64_t started = 0;
+    size_t epoch = 1;
     while (true) {
       if (started >= total_gradients) {
-        result.stopped_by = "epochs";
+        result.stopped_by = config.max_gradients > 0 && total_gradients == config.max_gradients &&
+                                    total_gradients < epoch_end(static_cast<size_t>(std::ceil(config.epochs)))
+                                ? "max steps"
+                                : "epochs";
         break;
       }
-      const uint64_t round = std::min(check_every, total_gradients - started);
+      // With a test set, rounds also end where epochs do, for the epoch's evaluation.
+      const uint64_t round = std::min({check_every, total_gradients - started,
+                                       test_set ? epoch_end(epoch) - started : total_gradients - started});
       state.budget.store(static_cast<int64_t>(round), std::memory_order_relaxed);
       Stopwatch clock;
       round_start.arrive_and_wait();
@@ -189,6 +222,10 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
       started += round;
       if (state.error) break;
       const LossCheck c = check(result.train_seconds);
+      if (started == epoch_end(epoch)) {
+        end_epoch();
+        ++epoch;
+      }
       if (!state.diverged_why.empty()) {
         result.diverged_why = state.diverged_why;
       } else if (!std::isfinite(c.loss) || c.loss > config.diverge_above) {
@@ -210,6 +247,10 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
       }
     }
   }
+  // The run ended within an epoch (a target, a time limit, a fraction of an epoch): evaluate where it stopped.
+  uint64_t computed = 0;
+  for (const auto& tally : tallies) computed += tally.gradients;
+  if (!state.error && (result.epochs.empty() || computed > epoch_start_gradients)) end_epoch();
   if (state.error) {
     try {
       std::rethrow_exception(state.error);
@@ -224,6 +265,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
     result.totals.contended_locks += tally.counters.contended_locks;
     result.staleness.merge(tally.staleness);
     result.gradients += tally.gradients;
+    result.thread_gradients.push_back(tally.gradients);
     result.backoff_waits += tally.backoff_waits;
     result.backoff_us += tally.backoff_us;
     result.cpus.push_back(tally.cpu);

@@ -5,7 +5,8 @@
 // training set. The run goes in rounds of --check-every updates; between
 // rounds, with every thread waiting, the training loss of the shared model is
 // measured on a fixed set, and the run stops at the target loss, the epoch or
-// time limit, or when it diverges. The clock counts only the rounds.
+// time limit, or when it diverges. Rounds also end at every epoch, where the
+// shared model is evaluated on the test set. The clock counts only the rounds.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -26,14 +27,26 @@ struct LossCheck {
   double loss = 0;       // training loss of the shared model on the loss set
 };
 
+// One epoch (passes over the training set counted in samples of all threads
+// together), or the part of one the run ended in.
+struct ShmEpoch {
+  size_t epoch = 0;           // 1-based
+  uint64_t gradients = 0;     // computed in this epoch, by all threads
+  double train_loss = 0;      // mean batch loss of those gradients
+  Metrics test;               // of the shared model at the epoch's end
+  double seconds = 0;         // training time of the epoch
+};
+
 struct AsyncSgdResult {
   std::vector<LossCheck> checks;  // the first is the initial model
+  std::vector<ShmEpoch> epochs;   // with a test set only
   std::optional<double> seconds_to_target;
   std::string stopped_by;  // "target", "epochs", "time limit" or "diverged"
   bool diverged = false;
   std::string diverged_why;  // e.g. "training loss nan at 1200 updates"
   double final_loss = 0;     // the last check's
   uint64_t gradients = 0;    // computed by all threads
+  std::vector<uint64_t> thread_gradients;  // by each
   ThreadCounters totals;     // summed over threads
   CountHistogram staleness;  // of the gradients applied
   uint64_t backoff_waits = 0;
@@ -47,10 +60,17 @@ struct AsyncSgdResult {
 using ReplicaFactory = std::function<std::unique_ptr<Model>()>;
 using LossCheckCallback = std::function<void(const LossCheck&)>;
 
+struct ShmCallbacks {
+  LossCheckCallback on_check;                   // each training-loss check, the first included
+  std::function<void(const ShmEpoch&)> on_epoch;  // after each epoch's test evaluation
+};
+
 // Throws ptrain::Error for an impossible configuration, and rethrows the first
 // error a thread met (naming it) after stopping the others. Divergence is not
 // an error: it ends the run and is reported.
+// The shared model is evaluated on `test_set` at the end of each epoch and of the run (if not null).
 AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, const Dataset& loss_set,
-                             const ReplicaFactory& make_replica, const LossCheckCallback& on_check = {});
+                             const ReplicaFactory& make_replica, const ShmCallbacks& callbacks = {},
+                             const Dataset* test_set = nullptr);
 
 }  // namespace ptrain

@@ -53,6 +53,7 @@ struct ShmConfig {
   size_t check_every = 0;     // updates between training-loss checks (0: a tenth of an epoch)
   double diverge_above = 1e3; // a loss above this (or not finite) ends the run as diverged
   double time_limit_s = 0;    // stop after this much training time (0: no limit)
+  uint64_t max_gradients = 0; // stop after this many gradients of all threads together (0: no limit)
 };
 
 // Throws ptrain::Error naming the first impossible option as its flag (e.g. "--threads").

@@ -5,11 +5,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "comm/communicator.hpp"
 #include "core/dataset.hpp"
 #include "core/model.hpp"
+#include "shm/async_sgd.hpp"
 #include "sync/strategy.hpp"
 
 namespace ptrain {
@@ -61,6 +63,9 @@ struct RunResult {
   std::vector<std::string> left;      // async: the workers that failed and left, and why
   std::vector<std::pair<std::string, std::string>> notes;  // what the strategy says of the run (summary lines)
   std::vector<float> step_seconds;    // worker 0's training time at the end of each of its steps
+  // Shared-memory strategies: how the run ended, the loss checks, staleness,
+  // swaps, locks and backoff (its final_params moved to final_params above).
+  std::optional<AsyncSgdResult> shared_memory;
   size_t steps = 0;          // per worker; under ssp and async, the most any worker took
   size_t samples = 0;        // samples processed by all workers
   double train_seconds = 0;  // evaluation excluded

@@ -31,24 +31,28 @@ size_t fields(const std::string& csv_line) { return 1 + static_cast<size_t>(std:
 
 TEST(PtrainShmCli, ImpossibleOptionsAreOneLineErrors) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"shm --strategy hogwlid", "--strategy: unknown shared-memory algorithm 'hogwlid'"},
-      {"shm --strategy seq --threads 2", "--strategy seq runs one thread (got --threads 2)"},
-      {"shm --threads 0", "--threads must be at least 1 (got 0)"},
+      {"shm --strategy hogwlid", "--strategy: unknown strategy 'hogwlid' (did you mean hogwild?"},
+      {"shm --strategy seq --threads 2", "--workers must be 1: seq runs one thread (got 2)"},
+      {"shm --strategy hybrid", "--strategy hybrid: ptrain shm runs the shared-memory strategies"},
+      {"shm --threads -3", "--workers must be >= 0 (got -3)"},
       {"shm --lr 0", "--lr must be > 0"},
       {"shm --batch 0", "--batch must be at least 1"},
       {"shm --epochs 0", "--epochs must be > 0"},
-      {"shm --strategy mutex --persistence 2", "--persistence applies to --strategy leashed only"},
-      {"shm --persistence -5", "--persistence must be -1 (no bound) or at least 0"},
-      {"shm --backoff random", "--backoff: unknown backoff 'random'"},
-      {"shm --backoff exp --backoff-min 10 --backoff-max 1", "--backoff-max must be at least --backoff-min"},
+      {"shm --strategy mutex --persistence 2", "--persistence: strategy mutex has no such option"},
+      {"shm --persistence -5", "--persistence must be >= -1 (got -5)"},
+      {"shm --backoff random", "--backoff: expected one of none, exp, exp-jitter, got 'random'"},
+      {"shm --backoff exp --backoff-min 10 --backoff-max 1", "--backoff-max must be at least backoff_min"},
       {"shm --target-loss -1", "--target-loss must be >= 0"},
+      {"shm --compress dgc", "exchanges no gradients to compress"},
+      {"shm --straggler 1:4", "--straggler"},
       {"shm --model resnet", "--model: unknown model 'resnet'"},
-      {"shm --hidden 12,x", "--hidden '12,x'"},
+      {"shm --hidden 12,x", "--hidden: expected positive integers"},
       {"shm --data /no/such/dir", "/no/such/dir"},
       {"shm --report /no/such/dir/r.json", "--report /no/such/dir/r.json"},
       {"sweep --csv /no/such/dir/s.csv", "--csv /no/such/dir/s.csv"},
       {"sweep", "--csv is required"},
-      {"sweep --csv s.csv --strategies seq,gossip", "unknown shared-memory algorithm 'gossip'"},
+      {"sweep --csv s.csv --strategies seq,gossip", "unknown strategy 'gossip'"},
+      {"sweep --csv s.csv --strategies hybrid", "hybrid is not a shared-memory strategy"},
       {"sweep --csv s.csv --threads 2,0", "--threads must be at least 1 (got 0)"},
       {"sweep --csv s.csv --lr 0.1,-1", "--lr must be > 0"},
       {"sweep --csv s.csv --repetitions 0", "--repetitions must be at least 1"},
@@ -64,20 +68,26 @@ TEST(PtrainShmCli, LeashedRunReachesTheTargetAndReports) {
   ASSERT_EQ(o.exit_code, 0) << o.err << o.out;
   EXPECT_NE(o.out.find("stopped by   target"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("failed per update"), std::string::npos) << o.out;
+  // The one report schema of every training command, with the shared-memory section.
   const auto report = read_json(dir.file("r.json"));
-  const auto& s = report["summary"];
+  EXPECT_EQ(report["schema_version"], 1);
+  EXPECT_EQ(report["plan"]["strategy"]["name"], "leashed");
+  EXPECT_EQ(report["plan"]["strategy"]["loss_sample"], 1000);
+  EXPECT_EQ(report["plan"]["run"]["workers"], 2);
+  EXPECT_EQ(report["run"]["parameters"], 784 * 128 + 128 + 2 * (128 * 128 + 128) + 128 * 10 + 10);
+  const auto& s = report["shared_memory"];
   EXPECT_EQ(s["stopped_by"], "target");
   EXPECT_LE(s["final_train_loss"].get<double>(), 0.8);
   EXPECT_GT(s["seconds_to_target"].get<double>(), 0);
-  EXPECT_EQ(report["config"]["loss_samples"], 1000);
-  EXPECT_EQ(report["config"]["parameters"], 784 * 128 + 128 + 2 * (128 * 128 + 128) + 128 * 10 + 10);
   uint64_t histogram_total = 0;
   for (const auto& c : s["staleness_histogram"]) histogram_total += c.get<uint64_t>();
   EXPECT_EQ(histogram_total, s["updates"].get<uint64_t>());
-  const auto& checks = report["loss_checks"];
-  ASSERT_GE(checks.size(), 2u);
-  EXPECT_EQ(checks[0]["updates"], 0);
-  EXPECT_GT(checks[0]["loss"].get<double>(), 2.0);  // the untrained model
+  const auto& curve = report["loss_curve"];
+  ASSERT_GE(curve.size(), 2u);
+  EXPECT_EQ(curve[0]["step"], 0);
+  EXPECT_GT(curve[0]["loss"].get<double>(), 2.0);  // the untrained model
+  ASSERT_GE(report["epochs"].size(), 1u);  // the test set where the run stopped
+  EXPECT_GT(report["epochs"].back()["test_accuracy"].get<double>(), 0.6);
 }
 
 TEST(PtrainShmCli, ADivergedRunStopsCleanlyAndSaysSo) {
@@ -88,7 +98,7 @@ TEST(PtrainShmCli, ADivergedRunStopsCleanlyAndSaysSo) {
   EXPECT_EQ(o.exit_code, 3) << o.err << o.out;
   EXPECT_NE(o.out.find("stopped by   diverged"), std::string::npos) << o.out;
   EXPECT_EQ(o.err, "");
-  EXPECT_TRUE(read_json(dir.file("r.json"))["summary"]["diverged"].get<bool>());
+  EXPECT_TRUE(read_json(dir.file("r.json"))["shared_memory"]["diverged"].get<bool>());
 }
 
 TEST(PtrainShmCli, SweepWritesOneRowPerRun) {

@@ -1,0 +1,95 @@
+#include "run/shared_memory_run.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "data/random_subset.hpp"
+#include "run/run.hpp"
+
+namespace ptrain {
+
+namespace {
+
+EpochMetrics epoch_metrics(const ShmEpoch& e, size_t batch) {
+  EpochMetrics m;
+  m.epoch = e.epoch;
+  m.steps = e.gradients;
+  m.train_loss = e.train_loss;
+  m.test_loss = e.test.loss;
+  m.test_accuracy = e.test.accuracy;
+  m.test_perplexity = e.test.perplexity;
+  m.seconds = e.seconds;
+  m.samples_per_s = e.seconds > 0 ? static_cast<double>(e.gradients * batch) / e.seconds : 0.0;
+  return m;
+}
+
+// What the summary says of a shared-memory run, beside the common lines.
+std::vector<std::pair<std::string, std::string>> notes_of(const ShmConfig& c, const AsyncSgdResult& r) {
+  std::vector<std::pair<std::string, std::string>> notes;
+  const double applied = static_cast<double>(r.totals.applied);
+  notes.emplace_back("stopped by", r.stopped_by + (r.diverged ? ": " + r.diverged_why : ""));
+  if (c.target_loss > 0)
+    notes.emplace_back("target", fmt::format("training loss {} {}", c.target_loss,
+                                             r.seconds_to_target ? fmt::format("reached in {:.2f} s", *r.seconds_to_target)
+                                                                 : std::string("not reached")));
+  notes.emplace_back("training", fmt::format("loss {:.4f} after {} updates ({:.0f} updates/s)", r.final_loss,
+                                             r.totals.applied, r.train_seconds > 0 ? applied / r.train_seconds : 0.0));
+  notes.emplace_back("staleness", fmt::format("mean {:.2f}, p50 {}, p99 {}, max {}", r.staleness.mean(),
+                                              r.staleness.quantile(0.5), r.staleness.quantile(0.99), r.staleness.max()));
+  if (c.algorithm == ShmAlgorithm::Leashed)
+    notes.emplace_back("swaps", fmt::format("{:.3f} failed per update, {} gradient(s) dropped",
+                                            applied > 0 ? static_cast<double>(r.totals.failed_swaps) / applied : 0.0,
+                                            r.totals.dropped));
+  if (c.algorithm == ShmAlgorithm::Mutex || c.algorithm == ShmAlgorithm::RwLock)
+    notes.emplace_back("locks", fmt::format("{} contended acquisition(s)", r.totals.contended_locks));
+  if (r.backoff_waits > 0)
+    notes.emplace_back("backoff", fmt::format("{} wait(s), {:.1f} ms in all", r.backoff_waits, r.backoff_us / 1000));
+  return notes;
+}
+
+}  // namespace
+
+RunResult run_shared_memory(const RunPlan& plan, ShmConfig shm, int threads, const Dataset& train_set,
+                            const Dataset& test_set, const ModelFactory& factory, const RunCallbacks& callbacks) {
+  const RunControls& run = plan.run;
+  shm.threads = threads;
+  shm.batch = run.batch;
+  shm.optimizer = effective_optimizer_and_codec(plan).optimizer;
+  shm.epochs = run.epochs;
+  shm.pin = run.pin;
+  shm.seed = run.seed;
+  shm.time_limit_s = run.time_limit;
+  shm.max_gradients = static_cast<uint64_t>(run.max_steps) * static_cast<uint64_t>(threads);
+  // The loss set is fixed by the seed, whatever the strategy.
+  const size_t loss_sample = std::visit(
+      [](const auto& o) -> size_t {
+        if constexpr (requires { o.loss_sample; }) return o.loss_sample;
+        else return 0;
+      },
+      plan.strategy);
+  const Dataset loss_set = random_subset(train_set, loss_sample, run.seed);
+
+  ShmCallbacks shm_callbacks;
+  shm_callbacks.on_check = callbacks.on_loss_check;
+  if (callbacks.on_epoch_end)
+    shm_callbacks.on_epoch = [&](const ShmEpoch& e) { callbacks.on_epoch_end(epoch_metrics(e, run.batch)); };
+  AsyncSgdResult r = run_async_sgd(shm, train_set, loss_set, factory, shm_callbacks, &test_set);
+
+  RunResult result;
+  for (const auto& e : r.epochs) result.epochs.push_back(epoch_metrics(e, run.batch));
+  for (const auto& c : r.checks) result.loss_curve.push_back({static_cast<size_t>(c.updates), c.loss});
+  result.final_params = std::move(r.final_params);
+  r.final_params.clear();
+  for (const auto& t : r.thread_gradients) result.worker_steps.push_back(static_cast<size_t>(t));
+  for (size_t s : result.worker_steps) result.steps = std::max(result.steps, s);
+  result.notes = notes_of(shm, r);
+  result.samples = static_cast<size_t>(r.gradients) * run.batch;
+  result.train_seconds = r.train_seconds;
+  result.wall_seconds = r.wall_seconds;
+  result.samples_per_s = r.train_seconds > 0 ? static_cast<double>(result.samples) / r.train_seconds : 0.0;
+  result.shared_memory = std::move(r);
+  return result;
+}
+
+}  // namespace ptrain

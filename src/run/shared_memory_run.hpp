@@ -1,0 +1,18 @@
+#pragma once
+// run() for the shared-memory strategies (shm/shm_strategies.hpp): the plan's
+// controls and the strategy's fields become a ShmConfig, run_async_sgd
+// trains, and its result becomes the one RunResult every strategy returns.
+#include "core/dataset.hpp"
+#include "plan/run_plan.hpp"
+#include "shm/shm_config.hpp"
+#include "train/trainer.hpp"
+
+namespace ptrain {
+
+struct RunCallbacks;
+
+// `shm` holds the strategy's own fields; `threads` is the run's resolved worker count.
+RunResult run_shared_memory(const RunPlan& plan, ShmConfig shm, int threads, const Dataset& train_set,
+                            const Dataset& test_set, const ModelFactory& factory, const RunCallbacks& callbacks);
+
+}  // namespace ptrain
