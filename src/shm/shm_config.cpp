@@ -8,30 +8,15 @@
 
 namespace ptrain {
 
-const std::vector<std::string>& shm_algorithm_names() {
-  static const std::vector<std::string> names = {"seq", "mutex", "rwlock", "hogwild", "leashed"};
-  return names;
-}
-
-ShmAlgorithm parse_shm_algorithm(const std::string& name) {
-  if (name == "seq") return ShmAlgorithm::Seq;
-  if (name == "mutex") return ShmAlgorithm::Mutex;
-  if (name == "rwlock") return ShmAlgorithm::RwLock;
-  if (name == "hogwild") return ShmAlgorithm::Hogwild;
-  if (name == "leashed") return ShmAlgorithm::Leashed;
-  throw Error("--strategy: unknown shared-memory algorithm '" + name +
-              "' (choose seq, mutex, rwlock, hogwild or leashed)");
-}
-
 std::string to_string(ShmAlgorithm algorithm) {
-  return shm_algorithm_names().at(static_cast<size_t>(algorithm));
-}
-
-BackoffKind parse_backoff_kind(const std::string& name) {
-  if (name == "none") return BackoffKind::None;
-  if (name == "exp") return BackoffKind::Exponential;
-  if (name == "exp-jitter") return BackoffKind::ExponentialJitter;
-  throw Error("--backoff: unknown backoff '" + name + "' (choose none, exp or exp-jitter)");
+  switch (algorithm) {
+    case ShmAlgorithm::Seq: return "seq";
+    case ShmAlgorithm::Mutex: return "mutex";
+    case ShmAlgorithm::RwLock: return "rwlock";
+    case ShmAlgorithm::Hogwild: return "hogwild";
+    case ShmAlgorithm::Leashed: return "leashed";
+  }
+  return "?";
 }
 
 std::string to_string(BackoffKind kind) {

@@ -18,10 +18,10 @@ enum class ShmAlgorithm {
   Leashed,  // Leashed-SGD: versions published by compare-and-swap on one pointer
 };
 
-// "seq", "mutex", "rwlock", "hogwild", "leashed"; throws ptrain::Error naming the value otherwise.
-ShmAlgorithm parse_shm_algorithm(const std::string& name);
+// Chosen by name through the strategy registry (shm_strategies.hpp); the name, for messages.
 std::string to_string(ShmAlgorithm algorithm);
-const std::vector<std::string>& shm_algorithm_names();
+inline constexpr ShmAlgorithm kShmAlgorithms[] = {ShmAlgorithm::Seq, ShmAlgorithm::Mutex, ShmAlgorithm::RwLock,
+                                                  ShmAlgorithm::Hogwild, ShmAlgorithm::Leashed};
 
 enum class BackoffKind { None, Exponential, ExponentialJitter };
 
@@ -33,8 +33,6 @@ struct BackoffConfig {
   double max_us = 1000;
 };
 
-// "none", "exp", "exp-jitter"; throws ptrain::Error naming the value otherwise.
-BackoffKind parse_backoff_kind(const std::string& name);
 std::string to_string(BackoffKind kind);
 
 struct ShmConfig {

@@ -17,10 +17,10 @@ TEST(AsyncSgdMlp, EveryAlgorithmTrainsTheMlpToTheTarget) {
   model.hidden = {64, 64};
   model.init_seed = 3;
   const ReplicaFactory factory = [&] { return make_model(model, data.sample_shape(), data.num_classes()); };
-  for (const auto& name : shm_algorithm_names()) {
-    SCOPED_TRACE(name);
+  for (const ShmAlgorithm algorithm : kShmAlgorithms) {
+    SCOPED_TRACE(to_string(algorithm));
     ShmConfig c;
-    c.algorithm = parse_shm_algorithm(name);
+    c.algorithm = algorithm;
     c.threads = c.algorithm == ShmAlgorithm::Seq ? 1 : 2;
     c.batch = 16;
     c.optimizer.lr = 0.05f;
