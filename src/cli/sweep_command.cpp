@@ -54,15 +54,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// The sweep's base plan: ptrain shm's, stopping at a training loss of 0.5 within 5 epochs.
-RunPlan sweep_defaults() {
-  TrainCommand shm;
-  CLI::App scratch;
-  add_shm_command(scratch, shm);
-  RunPlan plan = shm.defaults;
-  plan.run.epochs = 5;
-  return plan;
-}
 
 }  // namespace
 
@@ -94,6 +85,9 @@ int run_sweep_command(SweepOptions& o) {
     if (threads < 1) throw Error(fmt::format("--threads must be at least 1 (got {})", threads));
   // Every point's plan is built and checked before the first run, so a bad value fails at once.
   std::vector<std::pair<GridPoint, RunPlan>> grid;
+  // The sweep's base plan: ptrain shm's, stopping at a training loss of 0.5 within 5 epochs.
+  RunPlan defaults = shm_default_plan();
+  defaults.run.epochs = 5;
   for (const auto& name : o.strategies) {
     const auto made = StrategyRegistry::make(name);
     if (!made) throw Error("--strategies: " + StrategyRegistry::unknown("strategy", name));
@@ -104,7 +98,7 @@ int run_sweep_command(SweepOptions& o) {
       if (seq && threads != o.threads.front()) continue;
       for (size_t batch : o.batches)
         for (float lr : o.lrs) {
-          RunPlan plan = sweep_defaults();
+          RunPlan plan = defaults;
           plan.strategy = *made;
           std::visit(
               [](auto& s) {

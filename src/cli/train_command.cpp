@@ -120,17 +120,23 @@ CLI::App* add_train_command(CLI::App& app, TrainCommand& c) {
   return cmd;
 }
 
+RunPlan shm_default_plan() {
+  RunPlan plan;
+  plan.model = MlpOptions{.hidden = {128, 128, 128}};
+  plan.strategy = LeashedOptions{};
+  plan.optimizer = SgdOptions{};
+  plan.run.workers = 2;
+  plan.run.batch = 16;
+  plan.run.epochs = 10;
+  return plan;
+}
+
 CLI::App* add_shm_command(CLI::App& app, TrainCommand& c) {
   auto* cmd = app.add_subcommand(
       "shm", "Shared-memory asynchronous SGD: threads of one process train one model (" + shared_memory_strategies() +
                  "); ptrain train with the defaults of the Leashed-SGD experiments");
   c.shared_memory_only = true;
-  c.defaults.model = MlpOptions{.hidden = {128, 128, 128}};
-  c.defaults.strategy = LeashedOptions{};
-  c.defaults.optimizer = SgdOptions{};
-  c.defaults.run.workers = 2;
-  c.defaults.run.batch = 16;
-  c.defaults.run.epochs = 10;
+  c.defaults = shm_default_plan();
   c.flags = std::make_unique<PlanFlags>(*cmd);
   cmd->add_option("--threads", c.threads, "Threads sharing the model: the same as --workers [default: 2]")
       ->group("Run")

@@ -25,6 +25,8 @@ CLI::App* add_train_command(CLI::App& app, TrainCommand& command);
 // defaults of the Leashed-SGD paper's experiments (MLP 784-3x128-10, plain
 // SGD, leashed, 2 threads x batch 16, 10 epochs).
 CLI::App* add_shm_command(CLI::App& app, TrainCommand& command);
+// Those defaults as a plan (ptrain sweep starts from them too).
+RunPlan shm_default_plan();
 
 // Builds the plan, checks it (every problem at once, naming flags), trains,
 // prints and writes the report. Throws ptrain::Error for bad input; a
