@@ -11,7 +11,7 @@ AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
   if (name == "ring") return AllreduceAlgorithm::Ring;
   if (name == "hd") return AllreduceAlgorithm::HalvingDoubling;
   if (name == "tree") return AllreduceAlgorithm::Tree;
-  throw Error("--allreduce: unknown algorithm '" + name + "' (choose native, ring, hd or tree)");
+  throw Error("strategy.allreduce: unknown algorithm '" + name + "' (choose native, ring, hd or tree)");
 }
 
 void Communicator::allreduce_half(std::span<uint16_t> data, AllreduceAlgorithm algorithm) {

@@ -51,7 +51,7 @@ std::unique_ptr<Codec> Int8Options::make(const CodecRange& range, uint64_t seed,
 
 Int8Codec::Int8Codec(const Int8Options& options, const CodecRange& range, uint64_t seed)
     : count_(range.count), chunk_(options.chunk), stochastic_(options.rounding == Rounding::Stochastic), rng_(seed) {
-  if (chunk_ < 1) throw Error("--int8-chunk must be at least 1");
+  if (chunk_ < 1) throw Error("codec.chunk must be at least 1");
 }
 
 size_t Int8Codec::encoded_size(size_t count, size_t chunk) {

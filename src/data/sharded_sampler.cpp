@@ -20,9 +20,9 @@ ShardedSampler::ShardedSampler(size_t dataset_size, size_t workers, size_t rank,
   if (rank >= workers)
     throw Error("sampler: worker rank " + std::to_string(rank) + " is out of range for " +
                 std::to_string(workers) + " workers");
-  if (batch == 0) throw Error("--batch must be at least 1");
+  if (batch == 0) throw Error("run.batch must be at least 1");
   if (batch > shard_size())
-    throw Error("--batch " + std::to_string(batch) + " is larger than each worker's shard of " +
+    throw Error("run.batch " + std::to_string(batch) + " is larger than each worker's shard of " +
                 std::to_string(shard_size()) + " samples (" + std::to_string(dataset_size) +
                 " samples over " + std::to_string(workers) + " workers)");
   start_epoch(0);

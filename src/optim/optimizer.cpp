@@ -10,14 +10,6 @@
 
 namespace ptrain {
 
-OptimizerKind parse_optimizer_kind(const std::string& name) {
-  if (name == "sgd") return OptimizerKind::Sgd;
-  if (name == "momentum") return OptimizerKind::Momentum;
-  if (name == "nesterov") return OptimizerKind::Nesterov;
-  if (name == "adam") return OptimizerKind::Adam;
-  throw Error(fmt::format("--optimizer must be one of sgd, momentum, nesterov, adam (got '{}')", name));
-}
-
 std::string to_string(OptimizerKind kind) {
   switch (kind) {
     case OptimizerKind::Sgd:
@@ -35,33 +27,33 @@ std::string to_string(OptimizerKind kind) {
 namespace {
 
 // The comparisons are written so that NaN fails them too.
-void require_positive(const char* flag, float value) {
+void require_positive(const char* field, float value) {
   if (!(std::isfinite(value) && value > 0.0f)) {
-    throw Error(fmt::format("{} must be > 0 (got {})", flag, value));
+    throw Error(fmt::format("{} must be > 0 (got {})", field, value));
   }
 }
 
-void require_non_negative(const char* flag, float value) {
+void require_non_negative(const char* field, float value) {
   if (!(std::isfinite(value) && value >= 0.0f)) {
-    throw Error(fmt::format("{} must be >= 0 (got {})", flag, value));
+    throw Error(fmt::format("{} must be >= 0 (got {})", field, value));
   }
 }
 
-void require_unit_interval(const char* flag, float value) {
+void require_unit_interval(const char* field, float value) {
   if (!(value >= 0.0f && value < 1.0f)) {
-    throw Error(fmt::format("{} must be in [0, 1) (got {})", flag, value));
+    throw Error(fmt::format("{} must be in [0, 1) (got {})", field, value));
   }
 }
 
 }  // namespace
 
 void validate_optimizer_config(const OptimizerConfig& config) {
-  require_positive("--lr", config.lr);
-  require_unit_interval("--momentum", config.momentum);
-  require_non_negative("--weight-decay", config.weight_decay);
-  require_unit_interval("--beta1", config.beta1);
-  require_unit_interval("--beta2", config.beta2);
-  require_positive("--eps", config.eps);
+  require_positive("optimizer.lr", config.lr);
+  require_unit_interval("optimizer.momentum", config.momentum);
+  require_non_negative("optimizer.weight_decay", config.weight_decay);
+  require_unit_interval("optimizer.beta1", config.beta1);
+  require_unit_interval("optimizer.beta2", config.beta2);
+  require_positive("optimizer.eps", config.eps);
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t size) {

@@ -29,27 +29,27 @@ std::string to_string(BackoffKind kind) {
 }
 
 void validate_shm_config(const ShmConfig& c) {
-  if (c.threads < 1) throw Error(fmt::format("--threads must be at least 1 (got {})", c.threads));
+  if (c.threads < 1) throw Error(fmt::format("run.workers must be at least 1 (got {})", c.threads));
   if (c.algorithm == ShmAlgorithm::Seq && c.threads != 1)
-    throw Error(fmt::format("--strategy seq runs one thread (got --threads {})", c.threads));
-  if (c.batch < 1) throw Error("--batch must be at least 1");
+    throw Error(fmt::format("run.workers must be 1: seq runs one thread (got {})", c.threads));
+  if (c.batch < 1) throw Error("run.batch must be at least 1");
   validate_optimizer_config(c.optimizer);
   if (!(c.epochs > 0) || !std::isfinite(c.epochs))
-    throw Error(fmt::format("--epochs must be > 0 (got {})", c.epochs));
+    throw Error(fmt::format("run.epochs must be > 0 (got {})", c.epochs));
   if (c.persistence < -1)
-    throw Error(fmt::format("--persistence must be -1 (no bound) or at least 0 (got {})", c.persistence));
+    throw Error(fmt::format("strategy.persistence must be -1 (no bound) or at least 0 (got {})", c.persistence));
   if (c.persistence != -1 && c.algorithm != ShmAlgorithm::Leashed)
-    throw Error("--persistence applies to --strategy leashed only (got --strategy " + to_string(c.algorithm) + ")");
+    throw Error("strategy.persistence applies to leashed only (got strategy " + to_string(c.algorithm) + ")");
   if (!(c.backoff.min_us > 0) || !std::isfinite(c.backoff.min_us))
-    throw Error(fmt::format("--backoff-min must be > 0 microseconds (got {})", c.backoff.min_us));
+    throw Error(fmt::format("strategy.backoff_min must be > 0 microseconds (got {})", c.backoff.min_us));
   if (!(c.backoff.max_us >= c.backoff.min_us) || !std::isfinite(c.backoff.max_us))
-    throw Error(fmt::format("--backoff-max must be at least --backoff-min ({} us) (got {})", c.backoff.min_us,
+    throw Error(fmt::format("strategy.backoff_max must be at least strategy.backoff_min ({} us) (got {})", c.backoff.min_us,
                             c.backoff.max_us));
   if (!(c.target_loss >= 0) || !std::isfinite(c.target_loss))
-    throw Error(fmt::format("--target-loss must be >= 0 (got {})", c.target_loss));
-  if (!(c.diverge_above > 0)) throw Error(fmt::format("--diverge-above must be > 0 (got {})", c.diverge_above));
+    throw Error(fmt::format("strategy.target_loss must be >= 0 (got {})", c.target_loss));
+  if (!(c.diverge_above > 0)) throw Error(fmt::format("strategy.diverge_above must be > 0 (got {})", c.diverge_above));
   if (!(c.time_limit_s >= 0) || !std::isfinite(c.time_limit_s))
-    throw Error(fmt::format("--time-limit must be >= 0 seconds (got {})", c.time_limit_s));
+    throw Error(fmt::format("run.time_limit must be >= 0 seconds (got {})", c.time_limit_s));
 }
 
 }  // namespace ptrain

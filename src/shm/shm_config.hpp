@@ -54,7 +54,8 @@ struct ShmConfig {
   uint64_t max_gradients = 0; // stop after this many gradients of all threads together (0: no limit)
 };
 
-// Throws ptrain::Error naming the first impossible option as its flag (e.g. "--threads").
+// Throws ptrain::Error naming the first impossible option as the plan's field
+// (e.g. "run.workers"); run() checks the plan before, the CLI its flags.
 void validate_shm_config(const ShmConfig& config);
 
 }  // namespace ptrain

@@ -5,7 +5,7 @@
 namespace ptrain {
 
 std::vector<GradientBucket> plan_gradient_buckets(const FlatLayout& layout, size_t bucket_bytes) {
-  if (bucket_bytes == 0) throw Error("--bucket-size must be at least 1 byte");
+  if (bucket_bytes == 0) throw Error("strategy.bucket_size must be at least 1 byte");
   const auto& segments = layout.segments();
   std::vector<GradientBucket> buckets;
   bool open = false;

@@ -90,7 +90,7 @@ TEST(ShardedSampler, RejectsBadArguments) {
     ShardedSampler(200, 2, 0, 512, 1);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--batch 512 is larger than each worker's shard of 100"),
+    EXPECT_NE(std::string(e.what()).find("run.batch 512 is larger than each worker's shard of 100"),
               std::string::npos)
         << e.what();
   }

@@ -142,18 +142,18 @@ TEST(AsyncSgd, RejectsImpossibleOptions) {
   const Dataset data = make_gaussian_clusters(64, 2, 2, 1);
   ShmConfig c = config_for(ShmAlgorithm::Seq, 2);
   EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, softmax(data)); }),
-            "--strategy seq runs one thread (got --threads 2)");
+            "run.workers must be 1: seq runs one thread (got 2)");
   c = config_for(ShmAlgorithm::Mutex, 2);
   c.persistence = 3;
   EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, softmax(data)); }),
-            "--persistence applies to --strategy leashed only (got --strategy mutex)");
+            "strategy.persistence applies to leashed only (got strategy mutex)");
   c = config_for(ShmAlgorithm::Leashed, 0);
   EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, softmax(data)); }),
-            "--threads must be at least 1 (got 0)");
+            "run.workers must be at least 1 (got 0)");
   c = config_for(ShmAlgorithm::Leashed, 2);
   c.backoff = {BackoffKind::Exponential, 10, 5};
   EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, softmax(data)); }),
-            "--backoff-max must be at least --backoff-min (10 us) (got 5)");
+            "strategy.backoff_max must be at least strategy.backoff_min (10 us) (got 5)");
 }
 
 }  // namespace

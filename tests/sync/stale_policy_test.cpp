@@ -29,7 +29,7 @@ TEST(StalePolicy, RejectsAnythingElseNamingTheFlagAndTheValue) {
       parse_stale_policy(bad);
       ADD_FAILURE() << "'" << bad << "' was accepted";
     } catch (const Error& e) {
-      const std::string prefix = "--stale-policy '" + bad + "'";
+      const std::string prefix = "strategy.stale_policy '" + bad + "'";
       EXPECT_EQ(std::string(e.what()).substr(0, prefix.size()), prefix) << e.what();
     }
   }

@@ -62,7 +62,7 @@ TEST(Trainer, RejectsImpossibleSettingsBeforeWork) {
     train(c, data, nullptr, test::softmax_factory(data));
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--batch 26 is larger than each worker's shard of 25"),
+    EXPECT_NE(std::string(e.what()).find("run.batch 26 is larger than each worker's shard of 25"),
               std::string::npos)
         << e.what();
   }
