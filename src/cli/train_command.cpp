@@ -10,6 +10,7 @@
 #include "model/blas_check.hpp"
 #include "plan/plan_json.hpp"
 #include "run/report.hpp"
+#include "run/resume.hpp"
 #include "run/run.hpp"
 #include "train/run_report.hpp"
 
@@ -96,6 +97,11 @@ void add_output_options(CLI::App* cmd, TrainCommand& c) {
                   "Start from this plan file or run report (its plan): the flags given here override it")
       ->group("Output")
       ->type_name("FILE");
+  cmd->add_option("--resume", c.resume_dir,
+                  "Continue from the newest intact checkpoint in this directory, with its plan (flags may change "
+                  "how long the run goes on, how it logs and checkpoints)")
+      ->group("Output")
+      ->type_name("DIR");
   cmd->add_option("--report", c.report_path, "Write the JSON run report to this file")->group("Output")->type_name("FILE");
   cmd->add_flag("--print-plan", c.print_plan, "Print the plan as JSON (a plan file) and stop, without training")
       ->group("Output");
@@ -146,7 +152,14 @@ CLI::App* add_shm_command(CLI::App& app, TrainCommand& c) {
 }
 
 int run_train_command(TrainCommand& c, const std::vector<std::string>& command_line) {
-  RunPlan plan = c.config_path.empty() ? c.defaults : read_plan_file(c.config_path);
+  if (!c.resume_dir.empty() && !c.config_path.empty())
+    throw Error("--resume takes the plan from its checkpoint: give the flags to change, not --config");
+  RunPlan plan = c.defaults;
+  if (!c.config_path.empty()) plan = read_plan_file(c.config_path);
+  if (!c.resume_dir.empty()) {
+    plan = checkpoint_plan(newest_checkpoint(c.resume_dir));
+    plan.run.backend = Backend::Auto;  // threads then, ranks now: the state is the same
+  }
   Problems problems;
   plan = c.flags->apply(plan, problems);
   if (c.threads != -1) plan.run.workers = c.threads;
@@ -182,6 +195,7 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     ProgressDisplay display(stdout);
     size_t epochs = 0;  // the run's, as the progress reports tell
     RunCallbacks callbacks;
+    callbacks.on_warning = [](const std::string& line) { fmt::print(stderr, "ptrain: warning: {}\n", line); };
     if (speaker) {
       callbacks.on_start = [&](const RunStart& s) {
         fmt::print("ptrain: {} model ({} parameters), {} strategy, {}, {} compute thread(s) each; BLAS {}\n", s.model,
@@ -201,7 +215,9 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
         std::fflush(stdout);
       };
     }
-    const RunResult result = run(plan, world, callbacks);
+    RunInputs inputs;
+    inputs.resume = c.resume_dir;
+    const RunResult result = run(plan, world, callbacks, inputs);
     if (!world.reports()) return 0;
     if (!c.quiet) print_summary(ran, result);
     if (!c.report_path.empty()) {

@@ -14,6 +14,7 @@ struct TrainCommand {
   bool shared_memory_only = false;  // ptrain shm: the shared-memory strategies only
   int threads = -1;                 // ptrain shm --threads: the same as --workers (-1: not given)
   std::string config_path;  // a plan file or a run report to start from
+  std::string resume_dir;   // continue from the newest intact checkpoint there
   std::string report_path;
   bool print_plan = false;  // print the plan as JSON and stop
   bool quiet = false;

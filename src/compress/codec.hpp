@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/state_stream.hpp"
+
 namespace ptrain {
 
 // What a codec knows of the step it encodes for.
@@ -89,7 +91,23 @@ class Codec {
 
   const CodecStats& stats() const { return stats_; }
 
+  // The codec's whole state between steps (its counters and what save_own
+  // writes), for checkpoints.
+  void save_state(StateWriter& out) const {
+    out.put_value("codec.stats", stats_);
+    save_own(out);
+  }
+  void load_state(StateReader& in) {
+    stats_ = in.take_value<CodecStats>("codec.stats");
+    load_own(in);
+  }
+
  protected:
+  // What a codec with memory keeps between steps (residuals, DGC's u and v, a
+  // random generator); stateless codecs write nothing.
+  virtual void save_own(StateWriter& /*out*/) const {}
+  virtual void load_own(StateReader& /*in*/) {}
+
   CodecStats stats_;
 };
 

@@ -130,6 +130,16 @@ class DgcCodec : public Codec {
   size_t last_selected() const { return selected_.size(); }
   const SparseLayout& layout() const { return layout_; }
 
+ protected:
+  void save_own(StateWriter& out) const override {
+    out.put("dgc.u", u_);
+    out.put("dgc.v", v_);
+  }
+  void load_own(StateReader& in) override {
+    in.take("dgc.u", std::span<float>(u_));
+    in.take("dgc.v", std::span<float>(v_));
+  }
+
  private:
   float clip_scale(std::span<const float> grad, int workers) const;
   void encode_dense(std::span<const float> grad, float scale, SparseMessageWriter& writer);

@@ -62,6 +62,10 @@ class Int8Codec : public Codec {
   // The wire form's size for `count` floats in chunks of `chunk`.
   static size_t encoded_size(size_t count, size_t chunk);
 
+ protected:
+  void save_own(StateWriter& out) const override { out.put_value("int8.rng", rng_.state()); }
+  void load_own(StateReader& in) override { rng_.set_state(in.take_value<uint64_t>("int8.rng")); }
+
  private:
   size_t count_;
   size_t chunk_;

@@ -43,6 +43,10 @@ class TopkCodec : public Codec {
   // What has not been sent yet (empty without error feedback).
   std::span<const float> residual() const { return residual_; }
 
+ protected:
+  void save_own(StateWriter& out) const override { out.put("topk.residual", residual_); }
+  void load_own(StateReader& in) override { in.take("topk.residual", std::span<float>(residual_)); }
+
  private:
   SparseLayout layout_;
   size_t k_;

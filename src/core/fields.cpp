@@ -57,6 +57,24 @@ std::string human_bytes(size_t bytes) {
   return std::to_string(bytes) + "B";
 }
 
+std::optional<Cadence> parse_cadence(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  if (text.back() == 's') {
+    double seconds = 0;
+    if (detail::parse_real(text.substr(0, text.size() - 1), seconds) || !std::isfinite(seconds) || seconds < 0 ||
+        seconds > 1e9)
+      return std::nullopt;
+    return Cadence{0, seconds};
+  }
+  unsigned long long steps = 0;
+  if (detail::parse_unsigned(text, std::numeric_limits<size_t>::max(), steps)) return std::nullopt;
+  return Cadence{static_cast<size_t>(steps), 0};
+}
+
+std::string cadence_text(const Cadence& cadence) {
+  return cadence.seconds > 0 ? field_text(cadence.seconds) + "s" : std::to_string(cadence.steps);
+}
+
 namespace detail {
 
 std::optional<std::string> parse_signed(const std::string& text, long long lo, long long hi, long long& out) {

@@ -12,7 +12,7 @@
 //
 // and the visitors (plan/plan_json.cpp, plan/plan_checks.cpp, cli/) do the rest.
 // A field is a bool, an integer, a float or double, a std::string, a
-// std::vector<int64_t>, a ByteSize or an enum with an EnumText specialisation.
+// std::vector<int64_t>, a ByteSize, a Cadence or an enum with an EnumText specialisation.
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -52,6 +52,16 @@ struct ByteSize {
   bool operator==(const ByteSize&) const = default;
 };
 
+// How often something recurring happens: every `steps` steps ("100") or
+// every `seconds` seconds ("30s", "1.5s"); "0" is neither (the field says
+// what that means).
+struct Cadence {
+  size_t steps = 0;
+  double seconds = 0;
+  bool operator==(const Cadence&) const = default;
+  bool off() const { return steps == 0 && seconds == 0; }
+};
+
 // The names of an enum's values, indexed by the value: specialise with
 //   static constexpr std::array<std::string_view, N> names = {...};
 template <class E>
@@ -77,6 +87,9 @@ std::string enum_choices() {
 std::optional<size_t> parse_byte_size(const std::string& text);
 // The shortest exact form: 4KiB, 25MiB, 1000B.
 std::string human_bytes(size_t bytes);
+// "100" or "30s"; nothing when `text` is neither (or is negative, NaN, infinite or overflows).
+std::optional<Cadence> parse_cadence(const std::string& text);
+std::string cadence_text(const Cadence& cadence);
 
 // A field's value as text: for defaults in --help and for messages.
 template <class T>
@@ -87,6 +100,8 @@ std::string field_text(const T& v) {
     return std::string(enum_name(v));
   } else if constexpr (std::is_same_v<T, ByteSize>) {
     return human_bytes(v.bytes);
+  } else if constexpr (std::is_same_v<T, Cadence>) {
+    return cadence_text(v);
   } else if constexpr (std::is_same_v<T, std::string>) {
     return v;
   } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
@@ -115,6 +130,7 @@ std::string field_kind() {
     for (auto n : EnumText<T>::names) out += (out.empty() ? "" : "|") + std::string(n);
     return out;
   } else if constexpr (std::is_same_v<T, ByteSize>) return "SIZE";
+  else if constexpr (std::is_same_v<T, Cadence>) return "N|Ns";
   else if constexpr (std::is_same_v<T, std::string>) return "TEXT";
   else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return "INT,INT,...";
   else if constexpr (std::is_floating_point_v<T>) return "NUMBER";
@@ -147,6 +163,11 @@ std::optional<std::string> field_from_text(T& v, const std::string& text) {
     const auto bytes = parse_byte_size(text);
     if (!bytes) return "expected a positive size such as 25MiB, 512KiB or 4096, got '" + text + "'";
     v.bytes = *bytes;
+    return std::nullopt;
+  } else if constexpr (std::is_same_v<T, Cadence>) {
+    const auto cadence = parse_cadence(text);
+    if (!cadence) return "expected a number of steps (100) or of seconds (30s), got '" + text + "'";
+    v = *cadence;
     return std::nullopt;
   } else if constexpr (std::is_same_v<T, std::string>) {
     v = text;

@@ -35,6 +35,10 @@ class Rng {
   // Uniform float in [0, 1).
   float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
 
+  // The whole generator, for checkpoints.
+  uint64_t state() const { return state_; }
+  void set_state(uint64_t state) { state_ = state; }
+
   template <typename T>
   void shuffle(std::span<T> items) {
     for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[below(i)]);

@@ -106,6 +106,22 @@ AdamOptimizer::AdamOptimizer(const OptimizerConfig& config, size_t size)
 
 void AdamOptimizer::set_lr(float lr) { lr_ = checked_scheduled_lr("adam", lr); }
 
+void AdamOptimizer::save_state(StateWriter& out) const {
+  out.put_text("optimizer", "adam");
+  out.put_value("optimizer.steps", steps_taken_);
+  out.put_value("optimizer.lr", lr_);
+  out.put("optimizer.m", first_moment_);
+  out.put("optimizer.v", second_moment_);
+}
+
+void AdamOptimizer::load_state(StateReader& in) {
+  check_state_kind(in, "adam");
+  steps_taken_ = in.take_value<int64_t>("optimizer.steps");
+  lr_ = in.take_value<float>("optimizer.lr");
+  in.take("optimizer.m", std::span<float>(first_moment_));
+  in.take("optimizer.v", std::span<float>(second_moment_));
+}
+
 void AdamOptimizer::step(std::span<float> params, std::span<const float> grad) {
   check_step_sizes("adam", size_, params.size(), grad.size());
   step_with(params, grad, OptimizerState{{first_moment_.data(), second_moment_.data()}, steps_taken_});

@@ -8,6 +8,8 @@
 #include <span>
 #include <string>
 
+#include "core/state_stream.hpp"
+
 namespace ptrain {
 
 enum class OptimizerKind { Sgd, Momentum, Nesterov, Adam };
@@ -22,8 +24,6 @@ struct OptimizerConfig {
   float eps = 1e-8f;          // Adam
 };
 
-// "sgd", "momentum", "nesterov", "adam"; throws ptrain::Error naming the value otherwise.
-OptimizerKind parse_optimizer_kind(const std::string& name);
 std::string to_string(OptimizerKind kind);
 
 // Optimizer state kept outside the optimizer, for the shared-memory
@@ -52,10 +52,15 @@ class Optimizer {
   virtual size_t size() const = 0;
   // Changes the learning rate from the next step on (for schedules).
   virtual void set_lr(float lr) = 0;
+  // Everything a next step depends on (its kind, step count, learning rate,
+  // velocity or moments), for checkpoints. load_state refuses another kind's
+  // or size's state, naming it.
+  virtual void save_state(StateWriter& out) const = 0;
+  virtual void load_state(StateReader& in) = 0;
 };
 
-// Throws ptrain::Error naming the first bad option (as its command-line flag,
-// e.g. "--lr must be > 0 (got -0.1)"). Every field is checked, whatever the kind,
+// Throws ptrain::Error naming the first bad option as the plan's field (e.g.
+// "optimizer.lr must be > 0 (got -0.1)"; the CLI checks its flags before). Every field is checked, whatever the kind,
 // so a typo in an unused option is not silently ignored.
 void validate_optimizer_config(const OptimizerConfig& config);
 

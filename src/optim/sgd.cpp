@@ -104,6 +104,20 @@ const char* SgdOptimizer::name() const {
 
 void SgdOptimizer::set_lr(float lr) { lr_ = checked_scheduled_lr(name(), lr); }
 
+void SgdOptimizer::save_state(StateWriter& out) const {
+  out.put_text("optimizer", name());
+  out.put_value("optimizer.steps", steps_taken_);
+  out.put_value("optimizer.lr", lr_);
+  out.put("optimizer.velocity", velocity_);
+}
+
+void SgdOptimizer::load_state(StateReader& in) {
+  check_state_kind(in, name());
+  steps_taken_ = in.take_value<int64_t>("optimizer.steps");
+  lr_ = in.take_value<float>("optimizer.lr");
+  in.take("optimizer.velocity", std::span<float>(velocity_));
+}
+
 void SgdOptimizer::step(std::span<float> params, std::span<const float> grad) {
   check_step_sizes(name(), size_, params.size(), grad.size());
   step_with(params, grad, OptimizerState{{velocity_.data(), nullptr}, steps_taken_});

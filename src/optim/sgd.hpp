@@ -25,6 +25,8 @@ class SgdOptimizer final : public Optimizer {
   void step_with(std::span<float> params, std::span<const float> grad, const OptimizerState& state) const override;
   size_t size() const override { return size_; }
   void set_lr(float lr) override;
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
  private:
   const char* name() const;

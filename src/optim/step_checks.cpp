@@ -24,4 +24,10 @@ float checked_scheduled_lr(std::string_view optimizer, float lr) {
   return lr;
 }
 
+void check_state_kind(StateReader& in, std::string_view optimizer) {
+  const std::string saved = in.take_text("optimizer");
+  if (saved != optimizer)
+    throw Error(fmt::format("{}: the state is of the {} optimizer, this run's is {}", in.source(), saved, optimizer));
+}
+
 }  // namespace ptrain

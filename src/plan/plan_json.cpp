@@ -15,7 +15,7 @@ using nlohmann::json;
 
 template <class T>
 json field_json(const T& v) {
-  if constexpr (NamedEnum<T> || std::is_same_v<T, ByteSize>) return field_text(v);
+  if constexpr (NamedEnum<T> || std::is_same_v<T, ByteSize> || std::is_same_v<T, Cadence>) return field_text(v);
   // A float as its shortest text (0.001, not 0.0010000000474974513): read back, it is the same float.
   else if constexpr (std::is_same_v<T, float>) return std::isfinite(v) ? json(std::stod(field_text(v))) : json(v);
   else return v;
@@ -44,9 +44,12 @@ void read_value(const json& j, T& v, const std::string& path, Problems& problems
   if constexpr (std::is_same_v<T, bool>) {
     if (!j.is_boolean()) return wrong("true or false");
     v = j.get<bool>();
-  } else if constexpr (NamedEnum<T> || std::is_same_v<T, ByteSize> || std::is_same_v<T, std::string>) {
+  } else if constexpr (NamedEnum<T> || std::is_same_v<T, ByteSize> || std::is_same_v<T, Cadence> ||
+                       std::is_same_v<T, std::string>) {
     if constexpr (std::is_same_v<T, ByteSize>)
       if (j.is_number_unsigned()) return (void)(v.bytes = j.get<size_t>());
+    if constexpr (std::is_same_v<T, Cadence>)
+      if (j.is_number_unsigned()) return (void)(v = Cadence{j.get<size_t>(), 0});
     if (!j.is_string()) return wrong("a string");
     if (auto why = field_from_text(v, j.get<std::string>())) problems.add(path, ": " + *why);
   } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {

@@ -48,6 +48,11 @@ Problems check_plan(const RunPlan& plan) {
     problems.add("run.straggler_rank", fmt::format("applies to the trainer's workers, not the threads of the "
                                                    "shared-memory strategy {}",
                                                    strategy));
+  if (!run.checkpoint_every.off() && run.checkpoint_dir.empty())
+    problems.add("run.checkpoint_every", "applies only with a checkpoint directory (run.checkpoint_dir)");
+  if (!run.checkpoint_dir.empty() && !checkpoints(plan.strategy))
+    problems.add("run.checkpoint_dir", fmt::format(": the {} strategy does not write checkpoints yet ({} do)", strategy,
+                                                   strategies_with_checkpoints()));
   if (run.straggler_rank < 0 && run.straggler_factor != 1)
     problems.add("run.straggler_factor", "applies only with a straggler (run.straggler_rank)");
   return problems;

@@ -43,6 +43,9 @@ struct RunControls {
   bool pin = true;  // worker r on the r-th core the process may use
   int straggler_rank = -1;  // this worker computes straggler_factor times slower (-1: none)
   double straggler_factor = 1;
+  std::string checkpoint_dir;  // write checkpoints here ("": none)
+  Cadence checkpoint_every;    // steps ("100") or seconds ("30s"); 0: at the end of every epoch
+  int checkpoint_keep = 3;     // the newest this many are kept
   template <class Self, class Visit>
   static void fields(Self& s, Visit&& visit) {
     visit("backend", s.backend, "auto, local (threads) or mpi (ranks under mpirun)", Range{});
@@ -64,6 +67,11 @@ struct RunControls {
           Range::at_least(-1));
     visit("straggler_factor", s.straggler_factor, "how much slower the straggler computes",
           Range::between(1, 1e6));
+    visit("checkpoint_dir", s.checkpoint_dir, "write checkpoints of the whole training state into this directory",
+          Range{});
+    visit("checkpoint_every", s.checkpoint_every,
+          "a checkpoint every N steps, or every N seconds with Ns (0: at the end of every epoch)", Range{});
+    visit("checkpoint_keep", s.checkpoint_keep, "keep the newest this many checkpoints", Range::between(1, 1000000));
   }
 };
 

@@ -30,6 +30,26 @@ bool stops_on_time(const StrategyChoice& s) {
       s);
 }
 
+bool checkpoints(const StrategyChoice& s) {
+  return std::visit(
+      [](const auto& o) {
+        if constexpr (requires { std::decay_t<decltype(o)>::checkpoints; })
+          return std::decay_t<decltype(o)>::checkpoints;
+        else return false;
+      },
+      s);
+}
+
+std::string strategies_with_checkpoints() {
+  std::vector<std::string> names;
+  for (const auto name : StrategyRegistry::names())
+    if (checkpoints(*StrategyRegistry::make(name))) names.emplace_back(name);
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
 int servers_of(const StrategyChoice& s) {
   return std::visit(
       [](const auto& o) {

@@ -22,12 +22,16 @@ using StrategyChoice = StrategyRegistry::Choice;
 //   static constexpr bool takes_codec = false;    gradients cross a wire, so a codec applies
 //   static constexpr bool distributed = false;    runs as MPI ranks too, not only as threads
 //   static constexpr bool stops_on_time = false;  ends a run at run.time_limit by itself
+//   static constexpr bool checkpoints = false;    writes checkpoints and resumes from them
 //   static constexpr bool shared_memory = false;  threads share one model (shm_config()), run by run_async_sgd
 //   int servers;                                  parameter-server shards besides the workers
 //   void check(int workers, const std::string& prefix, Problems&) const;
 bool takes_codec(const StrategyChoice& s);
 bool distributed(const StrategyChoice& s);
 bool stops_on_time(const StrategyChoice& s);
+bool checkpoints(const StrategyChoice& s);
+// "hybrid and sequential": the strategies that write checkpoints, for messages.
+std::string strategies_with_checkpoints();
 int servers_of(const StrategyChoice& s);
 void check_strategy(const StrategyChoice& s, int workers, const std::string& prefix, Problems& problems);
 // The trainer's strategy; empty for a shared-memory one.

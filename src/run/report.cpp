@@ -160,6 +160,9 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
                         {"staleness_max", shard.max_staleness()}});
   }
   if (r.shared_memory) report["shared_memory"] = shared_memory_json(*r.shared_memory);
+  report["checkpoints"] = {{"written", r.checkpoints},
+                           {"resumed_from", r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
+                           {"resumed_at_step", r.resumed_at_step}};
   report["summary"] = {
       {"steps", r.steps},
       {"samples", r.samples},

@@ -4,6 +4,8 @@
 
 #include "core/error.hpp"
 #include "model/model_registry.hpp"
+#include "plan/plan_json.hpp"
+#include "run/resume.hpp"
 #include "run/shared_memory_run.hpp"
 
 namespace ptrain {
@@ -44,6 +46,10 @@ TrainConfig train_config(const RunPlan& plan, const World& world) {
   c.straggler_rank = run.straggler_rank;
   c.straggler_factor = run.straggler_factor;
   c.time_limit_s = run.time_limit;
+  c.checkpoint.dir = run.checkpoint_dir;
+  c.checkpoint.every = run.checkpoint_every;
+  c.checkpoint.keep = run.checkpoint_keep;
+  if (!run.checkpoint_dir.empty()) c.checkpoint.plan_json = plan_to_json(plan).dump();
   return c;
 }
 
@@ -59,6 +65,19 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
   const RunPlan plan = resolved_plan(given, world);
   Problems problems = check_plan(plan);
   if (!inputs.data) std::visit([&](const auto& d) { d.check("data.", problems); }, plan.data);
+  std::optional<FoundCheckpoint> resume;
+  if (!inputs.resume.empty()) {
+    if (!checkpoints(plan.strategy))
+      problems.add("strategy", fmt::format(": the {} strategy does not resume from checkpoints yet ({} do)",
+                                           StrategyRegistry::name_of(plan.strategy), strategies_with_checkpoints()));
+    else {
+      const bool reports = world.reports();
+      resume = newest_checkpoint(inputs.resume, [&](const std::string& why) {
+        if (reports && callbacks.on_warning) callbacks.on_warning("skipped " + why);
+      });
+      check_resume(checkpoint_plan(*resume), plan, problems);
+    }
+  }
   problems.throw_if_any();
   set_compute_threads(plan.run.threads_per_worker);
 
@@ -79,7 +98,9 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
   start.world = &world;
   if (callbacks.on_start && world.reports()) callbacks.on_start(start);
 
-  const TrainConfig config = train_config(plan, world);
+  TrainConfig config = train_config(plan, world);
+  config.resume = resume;
+  config.resume_dir = inputs.resume;
   TrainCallbacks train_callbacks{callbacks.on_progress, callbacks.on_epoch_end};
   RunResult result;
   if (const auto shm = shared_memory_config(plan.strategy)) {

@@ -22,6 +22,9 @@ struct RunInputs {
   // Builds one replica; called once per worker (and for evaluation). Empty: the plan's model.
   std::function<std::unique_ptr<Model>(const ModelInput&)> model;
   std::optional<LoadedData> data;  // empty: the plan's data set
+  // Continue from the newest intact checkpoint in this directory (run/resume.hpp);
+  // the plan must be the checkpoint's but for how long it runs, logs and checkpoints.
+  std::string resume;
 };
 
 // What a run tells its caller before training starts.
@@ -40,6 +43,9 @@ struct RunCallbacks {
   // Shared-memory strategies: each check of the shared model's training loss
   // (the first on the initial model), with the updates and seconds so far.
   std::function<void(const LossCheck&)> on_loss_check;
+  // Something the caller should hear of that does not stop the run (a damaged
+  // checkpoint skipped on resume), as one line.
+  std::function<void(const std::string&)> on_warning;
 };
 
 // Checks the plan (every problem at once, naming its fields), loads the data,

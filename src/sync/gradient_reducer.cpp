@@ -84,6 +84,21 @@ void GradientReducer::finish_step() {
   if (error_) std::rethrow_exception(error_);
 }
 
+void GradientReducer::save_state(StateWriter& out) const {
+  out.put_value("reducer.codecs", static_cast<uint64_t>(codecs_.size()));
+  out.put_value("reducer.steady", steady_);
+  for (const auto& codec : codecs_) codec->save_state(out);
+}
+
+void GradientReducer::load_state(StateReader& in) {
+  const auto codecs = in.take_value<uint64_t>("reducer.codecs");
+  if (codecs != codecs_.size())
+    throw Error(fmt::format("{}: the state has {} gradient codecs (buckets), this run {}", in.source(), codecs,
+                            codecs_.size()));
+  steady_ = in.take_value<CodecStats>("reducer.steady");
+  for (auto& codec : codecs_) codec->load_state(in);
+}
+
 CodecStats GradientReducer::codec_stats() const {
   CodecStats total;
   for (const auto& codec : codecs_) total += codec->stats();

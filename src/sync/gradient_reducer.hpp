@@ -46,6 +46,9 @@ class GradientReducer {
   size_t bucket_count() const { return buckets_.size(); }
   // The codecs' counters, summed over the buckets (call between steps).
   CodecStats codec_stats() const;
+  // The codecs' state (call between steps), for checkpoints.
+  void save_state(StateWriter& out) const;
+  void load_state(StateReader& in);
 
  private:
   void reduce(size_t bucket);  // all-reduce (or encode, exchange, decode), then divide by the worker count

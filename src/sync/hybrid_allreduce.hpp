@@ -22,6 +22,7 @@ struct HybridOptions {
       "synchronous data parallelism: the mean gradient by all-reduce, every replica the same update";
   static constexpr bool takes_codec = true;   // gradients are exchanged, so they may be compressed
   static constexpr bool distributed = true;   // runs on MPI ranks too
+  static constexpr bool checkpoints = true;   // saves and resumes its whole state
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::Native;
   ByteSize bucket_size{size_t{25} << 20};  // PyTorch DDP's default
   bool overlap = true;
@@ -44,6 +45,8 @@ class HybridAllreduce : public WorkerStrategy {
   float step(const Batch& batch, const StepInfo& info) override;
   CodecStats codec_stats() const override { return reducer_->codec_stats(); }
   std::vector<std::pair<std::string, std::string>> notes() const override;
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
  private:
   Model& model_;

@@ -75,4 +75,25 @@ void SequentialTurns::sync_for_evaluation() {
   std::copy(group_.central_.begin(), group_.central_.end(), params.begin());
 }
 
+void SequentialTurns::save_state(StateWriter& out) const {
+  out.put_value("sequential.local_step", local_step_);
+  if (comm_.rank() != 0) return;
+  std::lock_guard lock(group_.mutex_);
+  out.put_value("sequential.turn", group_.turn_);
+  out.put("sequential.central", group_.central_);
+  group_.optimizer_->save_state(out);
+}
+
+void SequentialTurns::load_state(StateReader& in) {
+  local_step_ = in.take_value<uint64_t>("sequential.local_step");
+  if (comm_.rank() != 0) return;
+  std::lock_guard lock(group_.mutex_);
+  group_.turn_ = in.take_value<uint64_t>("sequential.turn");
+  in.take("sequential.central", std::span<float>(group_.central_));
+  group_.optimizer_->load_state(in);
+  // start() takes the central weights from worker 0's replica.
+  auto params = model_.params();
+  std::copy(group_.central_.begin(), group_.central_.end(), params.begin());
+}
+
 }  // namespace ptrain

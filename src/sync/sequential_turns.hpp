@@ -19,6 +19,7 @@ struct SequentialOptions {
       "the synchronous baseline: one central model, workers take turns (threads of one process only)";
   static constexpr bool takes_codec = false;  // nothing goes on a wire
   static constexpr bool distributed = false;  // the turns are taken under one lock, in one process
+  static constexpr bool checkpoints = true;   // saves and resumes its whole state
   template <class Self, class Visit>
   static void fields(Self&, Visit&&) {}
   std::unique_ptr<StrategyGroup> make_group(const StrategyConfig& config, size_t num_params, int workers) const;
@@ -49,6 +50,10 @@ class SequentialTurns : public WorkerStrategy {
   void start() override;
   float step(const Batch& batch, const StepInfo& info) override;
   void sync_for_evaluation() override;
+  // Worker 0 saves the central weights, the optimizer and the turn; every
+  // worker its own step count.
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
  private:
   SequentialGroup& group_;

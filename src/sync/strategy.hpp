@@ -45,6 +45,12 @@ class WorkerStrategy {
   virtual std::vector<ServerStats> server_stats() const { return {}; }
   // What the summary should say of this strategy's run, as (label, text) lines.
   virtual std::vector<std::pair<std::string, std::string>> notes() const { return {}; }
+  // Checkpoints: this worker's state besides its model's parameters (the
+  // optimizer's, the codecs', the strategy's own), saved between steps on
+  // every worker at the same step and loaded before start(). Strategies whose
+  // options declare `checkpoints = true` implement both; the others refuse.
+  virtual void save_state(StateWriter& out) const;
+  virtual void load_state(StateReader& in);
 };
 
 // What a run gives its strategy, whichever it is.

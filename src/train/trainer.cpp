@@ -12,6 +12,7 @@
 #include "core/rng.hpp"
 #include "core/stopwatch.hpp"
 #include "core/thread_affinity.hpp"
+#include "core/state_stream.hpp"
 #include "data/sharded_sampler.hpp"
 #include "train/straggler_model.hpp"
 
@@ -36,9 +37,9 @@ class FirstError {
 };
 
 void validate(const TrainConfig& c, const Dataset& train_set) {
-  if (c.workers < 1) throw Error(fmt::format("--workers must be at least 1 (got {})", c.workers));
-  if (c.batch < 1) throw Error("--batch must be at least 1");
-  if (!(c.epochs > 0) && c.max_steps == 0) throw Error("train: epochs must be > 0");
+  if (c.workers < 1) throw Error(fmt::format("run.workers must be at least 1 (got {})", c.workers));
+  if (c.batch < 1) throw Error("run.batch must be at least 1");
+  if (!(c.epochs > 0) && c.max_steps == 0) throw Error("run.epochs must be > 0 (or run.max_steps set)");
   if (!c.make_strategy) throw Error("train: no strategy given");
   if (train_set.size() == 0) throw Error("training set '" + train_set.name() + "' is empty");
   // The batch against the shard is checked by ShardedSampler, which run_shape()
@@ -75,6 +76,11 @@ RunShape run_shape(const TrainConfig& config, const Dataset& train_set) {
 class DataCursor {
  public:
   DataCursor(ShardedSampler& sampler) : sampler_(sampler) { sampler_.start_epoch(0); }
+  // Where a worker resumes that had taken `steps` steps (of a synchronous strategy).
+  void seek(size_t steps) {
+    pass_ = steps / sampler_.batches_per_epoch(), batch_ = steps % sampler_.batches_per_epoch();
+    sampler_.start_epoch(pass_);
+  }
   std::span<const size_t> next() {
     if (batch_ == sampler_.batches_per_epoch()) sampler_.start_epoch(++pass_), batch_ = 0;
     return sampler_.batch(batch_++);
@@ -83,6 +89,45 @@ class DataCursor {
  private:
   ShardedSampler& sampler_;
   size_t pass_ = 0, batch_ = 0;
+};
+
+// What worker 0 has gathered of the run so far, for a checkpoint.
+void save_result(StateWriter& out, const RunResult& r) {
+  out.put("result.epochs", r.epochs);
+  out.put("result.step_losses", r.step_losses);
+  out.put("result.step_seconds", r.step_seconds);
+  out.put_value("result.train_seconds", r.train_seconds);
+  out.put_value("result.samples", static_cast<uint64_t>(r.samples));
+}
+
+void load_result(StateReader& in, RunResult& r) {
+  r.epochs = in.take_vector<EpochMetrics>("result.epochs");
+  r.step_losses = in.take_vector<float>("result.step_losses");
+  r.step_seconds = in.take_vector<float>("result.step_seconds");
+  r.train_seconds = in.take_value<double>("result.train_seconds");
+  r.samples = in.take_value<uint64_t>("result.samples");
+}
+
+// When the workers write checkpoints: every worker asks at the same steps and
+// hears the same answer (for a cadence in seconds, worker 0's clock decides).
+class CheckpointClock {
+ public:
+  CheckpointClock(const Cadence& every, Communicator& comm) : every_(every), comm_(comm) {}
+  // After `step` steps; `epoch_end`: the epoch has just ended.
+  bool due(size_t step, bool epoch_end) {
+    if (every_.steps > 0) return step % every_.steps == 0;
+    if (every_.seconds <= 0) return epoch_end;
+    std::byte now{0};
+    if (comm_.rank() == 0 && since_.seconds() >= every_.seconds) now = std::byte{1};
+    comm_.broadcast(std::span(&now, 1), 0);
+    if (now == std::byte{1}) since_.reset();
+    return now == std::byte{1};
+  }
+
+ private:
+  Cadence every_;
+  Communicator& comm_;
+  Stopwatch since_;
 };
 
 // One worker's whole run on `comm` (the workers), whatever the backend; with
@@ -101,17 +146,71 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
                          config.batch, shape.data_seed);
   DataCursor cursor(sampler);
   Batch batch;
-  side->start();
   size_t step = 0;  // this worker's, over the run
+  size_t first_epoch = 0;  // the epoch to go on with (a checkpoint taken at an epoch's end names the next)
+  std::vector<float> resumed_losses;  // of that epoch, before the checkpoint
+  double resumed_seconds = 0;
+  if (config.resume) {
+    const CheckpointStore from(config.resume_dir, config.checkpoint.keep);
+    const std::vector<std::byte> part = from.read_part(*config.resume, rank);
+    StateReader in(part, "checkpoint " + from.part_path(config.resume->step, rank));
+    step = in.take_value<uint64_t>("step");
+    if (step > shape.total_steps)
+      throw Error(fmt::format("checkpoint {}: taken after step {}, past this run's end at step {} (more epochs?)",
+                              config.resume->manifest, step, shape.total_steps));
+    in.take("params", replica.params());
+    side->load_state(in);
+    first_epoch = in.take_value<uint64_t>("epoch.index");
+    resumed_losses = in.take_vector<float>("epoch.losses");
+    resumed_seconds = in.take_value<double>("epoch.seconds");
+    if (rank == 0) load_result(in, result);
+    in.expect_end();
+    result.resumed_from = config.resume->manifest, result.resumed_at_step = step;
+    cursor.seek(step);
+  }
+  comm.barrier();
+  side->start();
+  std::unique_ptr<CheckpointStore> store;
+  if (!config.checkpoint.dir.empty())
+    store = std::make_unique<CheckpointStore>(config.checkpoint.dir, config.checkpoint.keep);
+  CheckpointClock checkpoint_clock(config.checkpoint.every, comm);
+  std::vector<float> losses;
+  double epoch_seconds_before = 0;  // of this epoch, before a resume
+  Stopwatch epoch_clock;
+  auto epoch_seconds = [&] { return epoch_seconds_before + epoch_clock.seconds(); };
+  // Every worker writes its part, then worker 0 commits them with the manifest.
+  auto write_checkpoint = [&](size_t next_epoch) {
+    comm.barrier();  // every worker's step done (sequential turns end one after another)
+    StateWriter w;
+    w.put_value("step", static_cast<uint64_t>(step));
+    w.put("params", std::span<const float>(replica.params()));
+    side->save_state(w);
+    w.put_value("epoch.index", static_cast<uint64_t>(next_epoch));
+    w.put("epoch.losses", losses);
+    w.put_value("epoch.seconds", epoch_seconds());
+    if (rank == 0) save_result(w, result);
+    const CheckpointPart part = store->write_part(step, rank, w.bytes());
+    const auto parts = comm.allgatherv(std::as_bytes(std::span<const CheckpointPart>(&part, 1)));
+    if (rank == 0) {
+      std::vector<CheckpointPart> all(parts.size());
+      for (size_t r = 0; r < parts.size(); ++r) std::memcpy(&all[r], parts[r].data(), sizeof(CheckpointPart));
+      store->commit(step, config.checkpoint.plan_json, all);
+      ++result.checkpoints;
+    }
+    comm.barrier();
+  };
   bool left = false;
   std::string left_why;
-  for (size_t epoch = 0; epoch < shape.epochs; ++epoch) {
+  for (size_t epoch = first_epoch; epoch < shape.epochs; ++epoch) {
     const size_t epoch_steps = std::min(shape.steps_per_epoch, shape.total_steps - epoch * shape.steps_per_epoch);
-    std::vector<float> losses;
+    losses.clear();
+    epoch_seconds_before = 0;
+    if (config.resume && epoch == first_epoch) losses = resumed_losses, epoch_seconds_before = resumed_seconds;
     losses.reserve(epoch_steps);
     comm.barrier();
-    Stopwatch epoch_clock;
+    epoch_clock.reset();
     double running = 0;
+    for (const float l : losses) running += l;
     try {
       while (!left && side->next_step(losses.size(), epoch_steps)) {
         batch.gather(train_set, cursor.next());
@@ -124,12 +223,13 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
           throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower learning rate)", rank,
                                   loss, step + 1));
         losses.push_back(loss);
-        if (rank == 0) result.step_seconds.push_back(static_cast<float>(result.train_seconds + epoch_clock.seconds()));
+        if (rank == 0) result.step_seconds.push_back(static_cast<float>(result.train_seconds + epoch_seconds()));
         ++step;
         running += loss;
         const size_t b = losses.size();
+        if (store && b < epoch_steps && checkpoint_clock.due(step, false)) write_checkpoint(epoch);
         if (rank == 0 && callbacks.on_progress && (b % 5 == 0 || b == epoch_steps)) {
-          const double t = epoch_clock.seconds();
+          const double t = epoch_seconds();
           callbacks.on_progress(Progress{
               epoch + 1, shape.epochs, std::min(b, epoch_steps), epoch_steps, running / static_cast<double>(b),
               t > 0 ? static_cast<double>(b * config.batch * static_cast<size_t>(workers)) / t : 0});
@@ -147,7 +247,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
       left_why = fmt::format("worker {} failed at its step {} and left: {}", rank, step + 1, what);
     }
     comm.barrier();
-    const double seconds = epoch_clock.seconds();
+    const double seconds = epoch_seconds();
     // Every worker's losses of the epoch (under ssp and async, as many as it took).
     const auto all = comm.allgatherv(std::as_bytes(std::span<const float>(losses)));
     if (rank == 0) {
@@ -190,6 +290,9 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
       if (callbacks.on_epoch_end) callbacks.on_epoch_end(m);
     }
     comm.barrier();  // the others wait while worker 0 evaluates
+    losses.clear();  // the epoch is in the result now
+    epoch_seconds_before = 0, epoch_clock.reset();
+    if (store && !left && checkpoint_clock.due(step, true)) write_checkpoint(epoch + 1);
     if (side->run_over()) break;
   }
   comm.barrier();

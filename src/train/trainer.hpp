@@ -10,9 +10,11 @@
 
 #include "comm/communicator.hpp"
 #include "core/dataset.hpp"
+#include "core/fields.hpp"
 #include "core/model.hpp"
 #include "shm/async_sgd.hpp"
 #include "sync/strategy.hpp"
+#include "train/checkpoint_store.hpp"
 
 namespace ptrain {
 
@@ -33,6 +35,18 @@ struct TrainConfig {
   // Parameter servers: stop training after this many seconds inside epochs (0: no limit);
   // `epochs` is then the most the run takes.
   double time_limit_s = 0;
+  // Checkpoints of the whole training state (strategies whose options declare
+  // `checkpoints`): into `dir` every `every` steps or seconds (off: at the end
+  // of every epoch), the newest `keep` kept, each holding `plan_json`.
+  struct Checkpoints {
+    std::string dir;
+    Cadence every;
+    int keep = 3;
+    std::string plan_json;
+  } checkpoint;
+  // Continue from this checkpoint of `resume_dir` (found by CheckpointStore::newest).
+  std::optional<FoundCheckpoint> resume;
+  std::string resume_dir;
 };
 
 struct EpochMetrics {
@@ -66,6 +80,9 @@ struct RunResult {
   // Shared-memory strategies: how the run ended, the loss checks, staleness,
   // swaps, locks and backoff (its final_params moved to final_params above).
   std::optional<AsyncSgdResult> shared_memory;
+  std::string resumed_from;  // the checkpoint (manifest) the run went on from ("": started afresh)
+  size_t resumed_at_step = 0;  // the steps that checkpoint had taken
+  size_t checkpoints = 0;      // checkpoints this run wrote
   size_t steps = 0;          // per worker; under ssp and async, the most any worker took
   size_t samples = 0;        // samples processed by all workers
   double train_seconds = 0;  // evaluation excluded

@@ -12,6 +12,12 @@
 namespace ptrain {
 namespace {
 
+RunInputs data_only(LoadedData data) {
+  RunInputs inputs;
+  inputs.data = std::move(data);
+  return inputs;
+}
+
 LoadedData clusters() {
   // The test set is drawn from the same clusters (the seed fixes them); the first 960 samples train.
   const Dataset all = make_gaussian_clusters(1200, 12, 3, 21, 1.5f);
@@ -44,7 +50,7 @@ TEST(Run, EveryStrategyTrainsWithEveryOptimizer) {
       const std::string what = std::string(strategy) + " x " + std::string(optimizer);
       try {
         World world = make_world(plan);
-        const RunResult r = run(plan, world, {}, RunInputs{{}, data});
+        const RunResult r = run(plan, world, {}, data_only(data));
         ASSERT_EQ(r.epochs.size(), 2u) << what;
         // The first loss: of the first step, or (shared memory) of the initial shared model.
         const double first = r.step_losses.empty() ? r.loss_curve.front().loss : r.step_losses.front();
@@ -68,7 +74,7 @@ TEST(Run, RefusesABadPlanNamingEveryField) {
   plan.strategy = SequentialOptions{};
   plan.run.time_limit = 3;
   World world = make_world(plan);
-  const std::string message = test::error_message([&] { run(plan, world, {}, RunInputs{{}, clusters()}); });
+  const std::string message = test::error_message([&] { run(plan, world, {}, data_only(clusters())); });
   EXPECT_NE(message.find("run.batch must be at least 1 (got 0)"), std::string::npos) << message;
   EXPECT_NE(message.find("codec: the sequential strategy exchanges no gradients"), std::string::npos) << message;
   EXPECT_NE(message.find("run.time_limit applies to the strategies that stop on time"), std::string::npos) << message;
@@ -81,8 +87,8 @@ TEST(Run, TheSamePlanGivesTheSameBitsAndTheReportHoldsThePlan) {
   plan.codec = dgc;
   plan.optimizer = MomentumOptions{};
   World world = make_world(plan);
-  const RunResult a = run(plan, world, {}, RunInputs{{}, clusters()});
-  const RunResult b = run(plan, world, {}, RunInputs{{}, clusters()});
+  const RunResult a = run(plan, world, {}, data_only(clusters()));
+  const RunResult b = run(plan, world, {}, data_only(clusters()));
   EXPECT_EQ(a.final_params, b.final_params);
   const auto report = make_report(resolved_plan(plan, world), world, a, {{}, utc_now()});
   EXPECT_EQ(report["plan"]["codec"]["name"], "dgc");
@@ -96,12 +102,12 @@ TEST(Run, ABroughtModelReplacesThePlansModel) {
   RunPlan plan = small_plan();
   plan.model = MlpOptions{};  // not built: the caller's factory wins
   size_t built = 0;
-  RunInputs inputs{[&](const ModelInput& in) {
-                     ++built;
-                     EXPECT_EQ(in.seed, plan.run.seed);
-                     return SoftmaxOptions{}.make(in);
-                   },
-                   clusters()};
+  RunInputs inputs = data_only(clusters());
+  inputs.model = [&](const ModelInput& in) {
+    ++built;
+    EXPECT_EQ(in.seed, plan.run.seed);
+    return SoftmaxOptions{}.make(in);
+  };
   World world = make_world(plan);
   const RunResult r = run(plan, world, {}, inputs);
   EXPECT_EQ(r.model, "softmax");

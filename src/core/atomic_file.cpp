@@ -1,0 +1,116 @@
+#include "core/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.hpp"
+
+namespace ptrain {
+
+namespace {
+
+std::string why() { return std::strerror(errno); }
+
+std::string directory_of(const std::string& path) {
+  const std::filesystem::path p(path);
+  return p.has_parent_path() ? p.parent_path().string() : std::string(".");
+}
+
+// Closes a descriptor on every path out.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void write_all(int fd, std::span<const std::byte> bytes, const std::string& label) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(label + ": write failed (" + (n < 0 ? why() : std::string("no progress")) + ")");
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+void check_output_path(const std::string& path, const std::string& label) {
+  if (path.empty()) throw Error(label + ": empty path");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode)) throw Error(label + ": is a symbolic link; not replaced");
+    if (S_ISDIR(st.st_mode)) throw Error(label + ": is a directory");
+    if (!S_ISREG(st.st_mode)) throw Error(label + ": is not a regular file (a FIFO, socket or device); not replaced");
+  } else if (errno != ENOENT) {
+    throw Error(label + ": " + why());
+  }
+  const std::string dir = directory_of(path);
+  struct stat dst {};
+  if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
+    throw Error(label + ": directory " + dir + " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0) throw Error(label + ": cannot write in " + dir + " (" + why() + ")");
+}
+
+void write_file_atomically(const std::string& path, std::span<const std::byte> bytes, const std::string& label) {
+  check_output_path(path, label);
+  const std::string dir = directory_of(path);
+  std::string name = ".";  // hidden, and never a name ptrain writes on purpose
+  name.append(std::filesystem::path(path).filename().string()).append(".XXXXXX");
+  std::string tmp = (std::filesystem::path(dir) / name).string();
+  Fd file;
+  file.fd = ::mkstemp(tmp.data());
+  if (file.fd < 0) throw Error(label + ": cannot create a temporary file in " + dir + " (" + why() + ")");
+  try {
+    write_all(file.fd, bytes, label);
+    if (::fsync(file.fd) != 0) throw Error(label + ": cannot flush to disk (" + why() + ")");
+    // mkstemp makes 0600; a result file is as readable as any other the user writes.
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(file.fd, 0666 & ~mask);
+    if (::close(file.fd) != 0) {
+      file.fd = -1;
+      throw Error(label + ": write failed (" + why() + ")");
+    }
+    file.fd = -1;
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      throw Error(label + ": cannot rename into place (" + why() + ")");
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  Fd directory;
+  directory.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (directory.fd >= 0) ::fsync(directory.fd);  // the rename itself on disk; best effort
+}
+
+std::vector<std::byte> read_regular_file(const std::string& path, const std::string& label) {
+  Fd file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (file.fd < 0) {
+    if (errno == ELOOP) throw Error(label + ": is a symbolic link; not read");
+    throw Error(label + ": cannot open (" + why() + ")");
+  }
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) throw Error(label + ": " + why());
+  if (!S_ISREG(st.st_mode)) throw Error(label + ": is not a regular file");
+  std::vector<std::byte> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(file.fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(label + ": read failed (" + why() + ")");
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  bytes.resize(done);  // shrank while read: what is there
+  return bytes;
+}
+
+}  // namespace ptrain

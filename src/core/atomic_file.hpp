@@ -1,0 +1,27 @@
+#pragma once
+// Files that are complete or absent: written to a fresh temporary file in the
+// same directory (mkstemp: an unpredictable name, created with O_EXCL, so no
+// symlink or other file is followed or reused), flushed to disk, renamed over
+// the target and the directory flushed too. A crash at any moment leaves the
+// old file or the new one, never half of either.
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ptrain {
+
+// Throws ptrain::Error "<label>: ..." when `path` exists and is not a regular
+// file (a symlink, FIFO, device or directory is never replaced), when its
+// directory is missing, or when nothing can be created there.
+void check_output_path(const std::string& path, const std::string& label);
+
+// Replaces `path` with `bytes` as above (after check_output_path). On failure
+// the temporary file is removed and `path` is untouched.
+void write_file_atomically(const std::string& path, std::span<const std::byte> bytes, const std::string& label);
+
+// The whole of a regular file (not a symlink, FIFO or device), read without
+// following a symlink. Throws ptrain::Error "<label>: ..." otherwise.
+std::vector<std::byte> read_regular_file(const std::string& path, const std::string& label);
+
+}  // namespace ptrain

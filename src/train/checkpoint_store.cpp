@@ -1,0 +1,169 @@
+#include "train/checkpoint_store.hpp"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/state_stream.hpp"
+
+namespace ptrain {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kPartMagic = "PTRNPART";
+constexpr std::string_view kManifestMagic = "PTRNCKPT";
+constexpr uint32_t kFormat = 1;
+
+uint32_t crc_of(std::span<const std::byte> bytes) {
+  return static_cast<uint32_t>(
+      crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+}
+
+// magic + body + CRC-32 of magic and body.
+std::vector<std::byte> sealed(std::string_view magic, std::span<const std::byte> body) {
+  std::vector<std::byte> out(magic.size() + body.size() + sizeof(uint32_t));
+  std::memcpy(out.data(), magic.data(), magic.size());
+  if (!body.empty()) std::memcpy(out.data() + magic.size(), body.data(), body.size());
+  const uint32_t crc = crc_of(std::span(out).first(magic.size() + body.size()));
+  std::memcpy(out.data() + magic.size() + body.size(), &crc, sizeof crc);
+  return out;
+}
+
+// The body of a sealed file, or a description of what is wrong with it.
+std::span<const std::byte> unsealed(std::string_view magic, std::span<const std::byte> file, const std::string& label) {
+  if (file.size() < magic.size() + sizeof(uint32_t))
+    throw Error(fmt::format("{}: truncated ({} bytes)", label, file.size()));
+  if (std::memcmp(file.data(), magic.data(), magic.size()) != 0)
+    throw Error(fmt::format("{}: not a ptrain checkpoint file", label));
+  uint32_t stored = 0;
+  std::memcpy(&stored, file.data() + file.size() - sizeof stored, sizeof stored);
+  if (crc_of(file.first(file.size() - sizeof stored)) != stored)
+    throw Error(fmt::format("{}: damaged (checksum mismatch)", label));
+  return file.subspan(magic.size(), file.size() - magic.size() - sizeof stored);
+}
+
+}  // namespace
+
+CheckpointStore::CheckpointStore(std::string dir, int keep) : dir_(std::move(dir)), keep_(std::max(keep, 1)) {
+  std::error_code ec;
+  if (dir_.empty()) throw Error("checkpoint directory: empty path");
+  fs::create_directories(dir_, ec);
+  if (!fs::is_directory(dir_)) throw Error(fmt::format("checkpoint directory {}: {}", dir_, ec ? ec.message() : "not a directory"));
+}
+
+std::string CheckpointStore::manifest_path(uint64_t step) const {
+  return (fs::path(dir_) / fmt::format("step-{:012}.ckpt", step)).string();
+}
+
+std::string CheckpointStore::part_path(uint64_t step, int rank) const {
+  return (fs::path(dir_) / fmt::format("step-{:012}.rank-{}.part", step, rank)).string();
+}
+
+CheckpointPart CheckpointStore::write_part(uint64_t step, int rank, std::span<const std::byte> state) const {
+  const std::vector<std::byte> file = sealed(kPartMagic, state);
+  const std::string path = part_path(step, rank);
+  write_file_atomically(path, file, "checkpoint " + path);
+  return {file.size(), crc_of(file)};
+}
+
+void CheckpointStore::commit(uint64_t step, const std::string& plan_json, std::span<const CheckpointPart> parts) const {
+  StateWriter w;
+  w.put_value("format", kFormat);
+  w.put_value("step", step);
+  w.put_text("plan", plan_json);
+  w.put("parts", parts);
+  const std::string path = manifest_path(step);
+  write_file_atomically(path, sealed(kManifestMagic, w.bytes()), "checkpoint " + path);
+
+  // Keep the newest `keep`; then drop every part no kept manifest names.
+  std::vector<uint64_t> steps = committed_steps();
+  std::set<uint64_t> kept;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps.size() - i > static_cast<size_t>(keep_)) {
+      std::error_code ec;
+      fs::remove(manifest_path(steps[i]), ec);
+    } else {
+      kept.insert(steps[i]);
+    }
+  }
+  static const std::regex part_name(R"(step-(\d{12})\.rank-\d+\.part)");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, part_name)) continue;
+    const uint64_t s = std::stoull(m[1].str());
+    if (s < step && !kept.contains(s)) fs::remove(entry.path(), ec);
+  }
+}
+
+std::vector<uint64_t> CheckpointStore::committed_steps() const {
+  static const std::regex manifest_name(R"(step-(\d{12})\.ckpt)");
+  std::vector<uint64_t> steps;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, manifest_name)) steps.push_back(std::stoull(m[1].str()));
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+FoundCheckpoint CheckpointStore::read_manifest(uint64_t step) const {
+  FoundCheckpoint found;
+  found.manifest = manifest_path(step);
+  const std::string label = "checkpoint " + found.manifest;
+  const std::vector<std::byte> file = read_regular_file(found.manifest, label);
+  StateReader in(unsealed(kManifestMagic, file, label), label);
+  const auto format = in.take_value<uint32_t>("format");
+  if (format != kFormat)
+    throw Error(fmt::format("{}: format {}, this ptrain reads format {}", label, format, kFormat));
+  found.step = in.take_value<uint64_t>("step");
+  if (found.step != step) throw Error(fmt::format("{}: holds step {}, its name says {}", label, found.step, step));
+  found.plan_json = in.take_text("plan");
+  found.parts = in.take_vector<CheckpointPart>("parts");
+  in.expect_end();
+  if (found.parts.empty()) throw Error(label + ": names no parts");
+  return found;
+}
+
+std::optional<FoundCheckpoint> CheckpointStore::newest(const std::function<void(const std::string&)>& skipped) const {
+  const std::vector<uint64_t> steps = committed_steps();
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    try {
+      FoundCheckpoint found = read_manifest(*it);
+      for (size_t r = 0; r < found.parts.size(); ++r) read_part(found, static_cast<int>(r));
+      return found;
+    } catch (const Error& e) {
+      if (skipped) skipped(e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::byte> CheckpointStore::read_part(const FoundCheckpoint& found, int rank) const {
+  if (rank < 0 || static_cast<size_t>(rank) >= found.parts.size())
+    throw Error(fmt::format("checkpoint {}: has parts for {} workers, none for worker {}", found.manifest,
+                            found.parts.size(), rank));
+  const std::string path = part_path(found.step, rank);
+  const std::string label = "checkpoint " + path;
+  const std::vector<std::byte> file = read_regular_file(path, label);
+  const CheckpointPart& want = found.parts[static_cast<size_t>(rank)];
+  if (file.size() != want.bytes)
+    throw Error(fmt::format("{}: {} bytes, its manifest says {}", label, file.size(), want.bytes));
+  if (crc_of(file) != want.crc) throw Error(fmt::format("{}: damaged (checksum differs from its manifest's)", label));
+  const auto body = unsealed(kPartMagic, file, label);
+  return {body.begin(), body.end()};
+}
+
+}  // namespace ptrain

@@ -1,0 +1,62 @@
+#pragma once
+// Checkpoints on disk: a directory of numbered checkpoints, each complete or
+// absent. Every worker writes its own part (`step-<N>.rank-<r>.part`, its
+// state as records with a CRC-32 at the end), and once all parts are on disk
+// worker 0 commits them with a manifest (`step-<N>.ckpt`: the plan, the step,
+// each part's size and CRC-32, and a CRC-32 of its own). Each file is written
+// atomically (core/atomic_file.hpp), so a checkpoint exists exactly when its
+// manifest does, and its parts are the ones the manifest names. Reading skips
+// a damaged checkpoint (truncated, a flipped byte, a part missing) and takes
+// the newest intact one.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ptrain {
+
+struct CheckpointPart {
+  uint64_t bytes = 0;  // the whole part file
+  uint32_t crc = 0;    // CRC-32 of the part file
+};
+
+struct FoundCheckpoint {
+  uint64_t step = 0;  // steps every worker had taken
+  std::string plan_json;
+  std::vector<CheckpointPart> parts;  // per worker
+  std::string manifest;               // its path
+};
+
+class CheckpointStore {
+ public:
+  // `dir` is created if missing. Throws ptrain::Error naming it when it cannot be.
+  CheckpointStore(std::string dir, int keep);
+
+  const std::string& dir() const { return dir_; }
+  std::string manifest_path(uint64_t step) const;
+  std::string part_path(uint64_t step, int rank) const;
+
+  // Writes worker `rank`'s part of the checkpoint at `step`.
+  CheckpointPart write_part(uint64_t step, int rank, std::span<const std::byte> state) const;
+  // Commits the checkpoint at `step` once every part is written, then removes
+  // all but the newest `keep` checkpoints (and parts no manifest names).
+  void commit(uint64_t step, const std::string& plan_json, std::span<const CheckpointPart> parts) const;
+
+  // The newest intact checkpoint (nullopt: none). Each newer one skipped is
+  // reported through `skipped` as one line naming the file and the damage.
+  std::optional<FoundCheckpoint> newest(const std::function<void(const std::string&)>& skipped = {}) const;
+  // Worker `rank`'s state in `found`, checked against the manifest.
+  std::vector<std::byte> read_part(const FoundCheckpoint& found, int rank) const;
+
+ private:
+  std::vector<uint64_t> committed_steps() const;  // ascending, by manifest name
+  FoundCheckpoint read_manifest(uint64_t step) const;
+
+  std::string dir_;
+  int keep_;
+};
+
+}  // namespace ptrain

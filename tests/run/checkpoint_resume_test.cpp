@@ -1,0 +1,230 @@
+// Issue 15: checkpoints and exact resume through run(). A run killed mid-way
+// (a worker throws at a chosen step) and resumed from its newest checkpoint
+// ends with the bits of the run that was never interrupted, for every codec
+// and optimizer of the synchronous strategies.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "data/synthetic.hpp"
+#include "model/model_registry.hpp"
+#include "run/resume.hpp"
+#include "run/run.hpp"
+#include "test_support.hpp"
+
+namespace ptrain {
+namespace {
+
+RunInputs data_only(LoadedData data) {
+  RunInputs inputs;
+  inputs.data = std::move(data);
+  return inputs;
+}
+
+LoadedData clusters() {
+  const Dataset all = make_gaussian_clusters(900, 10, 3, 5, 1.5f);
+  return {all.head(720), all};
+}
+
+RunPlan small_plan() {
+  RunPlan plan;
+  plan.model = SoftmaxOptions{};
+  plan.data_controls.standardize = false;
+  plan.run.workers = 3;
+  plan.run.batch = 8;
+  plan.run.epochs = 2;  // 30 steps an epoch
+  plan.run.pin = false;
+  plan.run.comm_timeout = 30;
+  plan.run.seed = 11;
+  return plan;
+}
+
+// A replica whose worker fails at its step `fail_at` (1-based) while `armed`.
+class FailingModel : public Model {
+ public:
+  FailingModel(std::unique_ptr<Model> inner, size_t fail_at, std::atomic<bool>* armed)
+      : inner_(std::move(inner)), fail_at_(fail_at), armed_(armed) {}
+  std::string name() const override { return inner_->name(); }
+  const FlatLayout& layout() const override { return inner_->layout(); }
+  std::span<float> params() override { return inner_->params(); }
+  std::span<float> grads() override { return inner_->grads(); }
+  float forward_backward(const Batch& batch) override {
+    if (++calls_ == fail_at_ && armed_->load()) throw Error("killed for the test");
+    return inner_->forward_backward(batch);
+  }
+  Metrics evaluate(const Dataset& data) override { return inner_->evaluate(data); }
+
+ private:
+  std::unique_ptr<Model> inner_;
+  size_t calls_ = 0, fail_at_;
+  std::atomic<bool>* armed_;
+};
+
+struct Outcome {
+  std::vector<float> params, step_losses;
+  std::vector<EpochMetrics> epochs;
+  CodecStats codec;
+};
+
+Outcome outcome(const RunResult& r) {
+  CodecStats codec;
+  for (const auto& c : r.codec) codec += c;
+  return {r.final_params, r.step_losses, r.epochs, codec};
+}
+
+Outcome run_plan(const RunPlan& plan, const LoadedData& data, const std::string& resume = {}) {
+  World world = make_world(plan);
+  RunInputs inputs = data_only(data);
+  inputs.resume = resume;
+  return outcome(run(plan, world, {}, inputs));
+}
+
+// Runs `plan` with checkpoints every `every` steps into a scratch directory,
+// kills it at step `kill_at`, resumes, and compares with the uninterrupted run.
+void expect_exact_resume(RunPlan plan, const std::string& what, size_t every = 7, size_t kill_at = 38) {
+  const LoadedData data = clusters();
+  const Outcome whole = run_plan(plan, data);
+
+  test::ScratchDir dir;
+  plan.run.checkpoint_dir = dir.file("ckpt");
+  plan.run.checkpoint_every = Cadence{every, 0};
+  std::atomic<bool> armed{true};
+  {
+    World world = make_world(plan);
+    RunInputs inputs = data_only(data);
+    inputs.model = [&](const ModelInput& in) -> std::unique_ptr<Model> {
+      return std::make_unique<FailingModel>(make_model(plan.model, in), kill_at, &armed);
+    };
+    const std::string message = test::error_message([&] { run(plan, world, {}, inputs); });
+    EXPECT_NE(message.find("killed for the test"), std::string::npos) << what << ": " << message;
+  }
+  const FoundCheckpoint found = newest_checkpoint(plan.run.checkpoint_dir);
+  EXPECT_EQ(found.step, (kill_at - 1) / every * every) << what;
+
+  const Outcome resumed = run_plan(plan, data, plan.run.checkpoint_dir);
+  EXPECT_EQ(resumed.params, whole.params) << what;  // bit for bit
+  EXPECT_EQ(resumed.step_losses, whole.step_losses) << what;
+  ASSERT_EQ(resumed.epochs.size(), whole.epochs.size()) << what;
+  for (size_t e = 0; e < whole.epochs.size(); ++e) {
+    EXPECT_EQ(resumed.epochs[e].train_loss, whole.epochs[e].train_loss) << what;
+    EXPECT_EQ(resumed.epochs[e].test_accuracy, whole.epochs[e].test_accuracy) << what;
+  }
+  EXPECT_EQ(resumed.codec.encoded_bytes, whole.codec.encoded_bytes) << what;
+  EXPECT_EQ(resumed.codec.selected, whole.codec.selected) << what;
+}
+
+TEST(CheckpointResume, HybridWithEveryCodecAndOptimizerEndsWithTheSameBits) {
+  for (auto codec : CodecRegistry::names())
+    for (auto optimizer : OptimizerRegistry::names()) {
+      RunPlan plan = small_plan();
+      plan.codec = *CodecRegistry::make(codec);
+      plan.optimizer = *OptimizerRegistry::make(optimizer);
+      std::visit([](auto& o) { o.lr = 0.05f; }, plan.optimizer);
+      std::visit(
+          [](auto& c) {
+            if constexpr (requires { c.density; }) c.density = 0.2, c.warmup = 1;  // DGC: through its warm-up
+            if constexpr (requires { c.ratio; }) c.ratio = 0.2;
+            if constexpr (requires { c.rounding; }) c.rounding = Rounding::Stochastic;  // its generator
+          },
+          plan.codec);
+      expect_exact_resume(plan, std::string(codec) + " x " + std::string(optimizer));
+    }
+}
+
+TEST(CheckpointResume, SequentialEndsWithTheSameBits) {
+  for (auto optimizer : OptimizerRegistry::names()) {
+    RunPlan plan = small_plan();
+    plan.strategy = SequentialOptions{};
+    plan.optimizer = *OptimizerRegistry::make(optimizer);
+    expect_exact_resume(plan, "sequential x " + std::string(optimizer));
+  }
+}
+
+TEST(CheckpointResume, AtEpochEndsAndFromTheLastCheckpointOfARunThatEnded) {
+  RunPlan plan = small_plan();
+  plan.codec = DgcOptions{};
+  expect_exact_resume(plan, "every epoch", 30, 45);  // the checkpoint at step 30 ends epoch 1
+
+  // A finished run's last checkpoint, resumed with more epochs, is the longer run.
+  const LoadedData data = clusters();
+  test::ScratchDir dir;
+  RunPlan longer = small_plan();
+  longer.run.epochs = 3;
+  const Outcome whole = run_plan(longer, data);
+  RunPlan first = small_plan();
+  first.run.checkpoint_dir = dir.file("c");  // at the end of every epoch
+  run_plan(first, data);
+  EXPECT_EQ(newest_checkpoint(first.run.checkpoint_dir).step, 60u);
+  const Outcome resumed = run_plan(longer, data, first.run.checkpoint_dir);
+  EXPECT_EQ(resumed.params, whole.params);
+  EXPECT_EQ(resumed.epochs.size(), 3u);
+}
+
+TEST(CheckpointResume, ACorruptNewestCheckpointFallsBackToTheOneBefore) {
+  const LoadedData data = clusters();
+  test::ScratchDir dir;
+  RunPlan plan = small_plan();
+  const Outcome whole = run_plan(plan, data);
+  plan.run.checkpoint_dir = dir.file("c");
+  plan.run.checkpoint_every = Cadence{10, 0};
+  plan.run.max_steps = 50;  // ends after the checkpoints at 10 .. 50; the newest 3 are kept
+  run_plan(plan, data);
+  const CheckpointStore store(plan.run.checkpoint_dir, 3);
+  std::filesystem::resize_file(store.part_path(50, 2), 17);
+  std::vector<std::string> warnings;
+  plan.run.max_steps = 0;
+  World world = make_world(plan);
+  RunCallbacks callbacks;
+  callbacks.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+  RunInputs inputs = data_only(data);
+  inputs.resume = plan.run.checkpoint_dir;
+  const RunResult r = run(plan, world, callbacks, inputs);
+  EXPECT_EQ(r.resumed_at_step, 40u);
+  EXPECT_EQ(r.final_params, whole.params);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("step-000000000050.rank-2.part"), std::string::npos) << warnings[0];
+}
+
+TEST(CheckpointResume, RefusesAPlanTheStateCannotFollow) {
+  const LoadedData data = clusters();
+  test::ScratchDir dir;
+  RunPlan plan = small_plan();
+  plan.run.checkpoint_dir = dir.file("c");
+  run_plan(plan, data);
+  RunPlan other = plan;
+  other.run.batch = 16;
+  other.optimizer = SgdOptions{};
+  World world = make_world(other);
+  RunInputs inputs = data_only(data);
+  inputs.resume = plan.run.checkpoint_dir;
+  const std::string message = test::error_message([&] { run(other, world, {}, inputs); });
+  EXPECT_NE(message.find("optimizer.name: the checkpoint's is adam, this run's sgd"), std::string::npos) << message;
+  EXPECT_NE(message.find("run.batch: the checkpoint's is 8, this run's 16"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+
+  test::ScratchDir empty;
+  inputs.resume = empty.path().string();
+  EXPECT_EQ(test::error_message([&] { run(plan, world, {}, inputs); }),
+            "checkpoint directory " + empty.path().string() + ": no checkpoint there");
+}
+
+TEST(CheckpointResume, ThePlanRefusesStrategiesWithoutCheckpoints) {
+  RunPlan plan = small_plan();
+  plan.strategy = PsSyncOptions{};
+  plan.run.checkpoint_dir = "/tmp/never";
+  plan.run.checkpoint_every = Cadence{0, 30};
+  Problems problems = check_plan(plan);
+  EXPECT_NE(problems.joined().find("run.checkpoint_dir: the ps-sync strategy does not write checkpoints yet (hybrid "
+                                   "and sequential do)"),
+            std::string::npos)
+      << problems.joined();
+  plan = small_plan();
+  plan.run.checkpoint_every = Cadence{100, 0};
+  EXPECT_NE(check_plan(plan).joined().find("run.checkpoint_every applies only with a checkpoint directory"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ptrain

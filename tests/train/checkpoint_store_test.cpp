@@ -1,0 +1,110 @@
+#include "train/checkpoint_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "test_support.hpp"
+
+namespace ptrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::byte> state_of(uint64_t step, int rank) {
+  std::vector<std::byte> bytes(100 + static_cast<size_t>(rank));
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::byte(static_cast<uint8_t>(step * 31 + i));
+  return bytes;
+}
+
+void write_checkpoint(const CheckpointStore& store, uint64_t step, int workers) {
+  std::vector<CheckpointPart> parts;
+  for (int r = 0; r < workers; ++r) parts.push_back(store.write_part(step, r, state_of(step, r)));
+  store.commit(step, "{\"step\": " + std::to_string(step) + "}", parts);
+}
+
+void flip_byte(const std::string& path, size_t at) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(at));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.put(static_cast<char>(c ^ 0x10));
+}
+
+TEST(CheckpointStore, FindsTheNewestAndReadsEachWorkersPart) {
+  test::ScratchDir dir;
+  const CheckpointStore store(dir.file("ckpt"), 3);  // created
+  for (uint64_t step : {10, 20, 30}) write_checkpoint(store, step, 3);
+  const auto found = store.newest();
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->step, 30u);
+  EXPECT_EQ(found->plan_json, "{\"step\": 30}");
+  ASSERT_EQ(found->parts.size(), 3u);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(store.read_part(*found, r), state_of(30, r));
+}
+
+TEST(CheckpointStore, KeepsTheNewestKAndNoOrphanParts) {
+  test::ScratchDir dir;
+  const CheckpointStore store(dir.path().string(), 2);
+  for (uint64_t step : {1, 2, 3, 4}) write_checkpoint(store, step, 2);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.path())) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"step-000000000003.ckpt", "step-000000000003.rank-0.part",
+                                             "step-000000000003.rank-1.part", "step-000000000004.ckpt",
+                                             "step-000000000004.rank-0.part", "step-000000000004.rank-1.part"}));
+}
+
+TEST(CheckpointStore, ADamagedCheckpointIsSkippedForTheNewestIntactOne) {
+  struct Damage {
+    const char* what;
+    std::function<void(const CheckpointStore&)> apply;
+    const char* reason;
+  };
+  const std::vector<Damage> damages = {
+      {"flipped part byte", [](const CheckpointStore& s) { flip_byte(s.part_path(3, 1), 40); }, "checksum differs"},
+      {"flipped manifest byte", [](const CheckpointStore& s) { flip_byte(s.manifest_path(3), 20); }, "damaged"},
+      {"truncated part", [](const CheckpointStore& s) { fs::resize_file(s.part_path(3, 0), 50); }, "bytes, its manifest"},
+      {"truncated manifest", [](const CheckpointStore& s) { fs::resize_file(s.manifest_path(3), 30); }, "damaged"},
+      {"empty manifest", [](const CheckpointStore& s) { fs::resize_file(s.manifest_path(3), 0); }, "truncated"},
+      {"missing part", [](const CheckpointStore& s) { fs::remove(s.part_path(3, 1)); }, "cannot open"},
+  };
+  for (const auto& damage : damages) {
+    test::ScratchDir dir;
+    const CheckpointStore store(dir.path().string(), 3);
+    for (uint64_t step : {1, 2, 3}) write_checkpoint(store, step, 2);
+    damage.apply(store);
+    std::vector<std::string> skipped;
+    const auto found = store.newest([&](const std::string& why) { skipped.push_back(why); });
+    ASSERT_TRUE(found) << damage.what;
+    EXPECT_EQ(found->step, 2u) << damage.what;
+    ASSERT_EQ(skipped.size(), 1u) << damage.what;
+    EXPECT_NE(skipped[0].find("step-000000000003"), std::string::npos) << skipped[0];
+    EXPECT_NE(skipped[0].find(damage.reason), std::string::npos) << damage.what << ": " << skipped[0];
+    EXPECT_EQ(skipped[0].find('\n'), std::string::npos);
+  }
+}
+
+TEST(CheckpointStore, NothingIntactIsNothingFound) {
+  test::ScratchDir dir;
+  const CheckpointStore store(dir.path().string(), 3);
+  EXPECT_FALSE(store.newest());
+  write_checkpoint(store, 5, 1);
+  fs::resize_file(store.part_path(5, 0), 3);
+  int skipped = 0;
+  EXPECT_FALSE(store.newest([&](const std::string&) { ++skipped; }));
+  EXPECT_EQ(skipped, 1);
+}
+
+TEST(CheckpointStore, AnUncommittedPartIsNotACheckpoint) {
+  test::ScratchDir dir;
+  const CheckpointStore store(dir.path().string(), 3);
+  write_checkpoint(store, 1, 2);
+  store.write_part(2, 0, state_of(2, 0));  // the run died before worker 1 wrote and worker 0 committed
+  EXPECT_EQ(store.newest()->step, 1u);
+}
+
+}  // namespace
+}  // namespace ptrain
