@@ -227,7 +227,11 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
         ++step;
         running += loss;
         const size_t b = losses.size();
-        if (store && b < epoch_steps && checkpoint_clock.due(step, false)) write_checkpoint(epoch);
+        // Inside the epoch; an epoch that --max-steps cuts short stays open
+        // in its checkpoint, so that a longer run resumed from it completes it.
+        if (store && b < shape.steps_per_epoch &&
+            (checkpoint_clock.due(step, false) || (config.checkpoint.every.off() && b == epoch_steps)))
+          write_checkpoint(epoch);
         if (rank == 0 && callbacks.on_progress && (b % 5 == 0 || b == epoch_steps)) {
           const double t = epoch_seconds();
           callbacks.on_progress(Progress{
@@ -292,7 +296,8 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     comm.barrier();  // the others wait while worker 0 evaluates
     losses.clear();  // the epoch is in the result now
     epoch_seconds_before = 0, epoch_clock.reset();
-    if (store && !left && checkpoint_clock.due(step, true)) write_checkpoint(epoch + 1);
+    if (store && !left && epoch_steps == shape.steps_per_epoch && checkpoint_clock.due(step, true))
+      write_checkpoint(epoch + 1);
     if (side->run_over()) break;
   }
   comm.barrier();
