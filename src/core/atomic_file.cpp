@@ -58,7 +58,14 @@ void check_output_path(const std::string& path, const std::string& label) {
   if (::access(dir.c_str(), W_OK) != 0) throw Error(label + ": cannot write in " + dir + " (" + why() + ")");
 }
 
-void write_file_atomically(const std::string& path, std::span<const std::byte> bytes, const std::string& label) {
+void sync_directory(const std::string& dir) {
+  Fd directory;
+  directory.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (directory.fd >= 0) ::fsync(directory.fd);
+}
+
+void write_file_atomically(const std::string& path, std::span<const std::byte> bytes, const std::string& label,
+                           bool sync_dir) {
   check_output_path(path, label);
   const std::string dir = directory_of(path);
   std::string name = ".";  // hidden, and never a name ptrain writes on purpose
@@ -85,9 +92,7 @@ void write_file_atomically(const std::string& path, std::span<const std::byte> b
     ::unlink(tmp.c_str());
     throw;
   }
-  Fd directory;
-  directory.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (directory.fd >= 0) ::fsync(directory.fd);  // the rename itself on disk; best effort
+  if (sync_dir) sync_directory(dir);  // the rename itself on disk
 }
 
 std::vector<std::byte> read_regular_file(const std::string& path, const std::string& label) {

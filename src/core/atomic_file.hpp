@@ -17,8 +17,14 @@ namespace ptrain {
 void check_output_path(const std::string& path, const std::string& label);
 
 // Replaces `path` with `bytes` as above (after check_output_path). On failure
-// the temporary file is removed and `path` is untouched.
-void write_file_atomically(const std::string& path, std::span<const std::byte> bytes, const std::string& label);
+// the temporary file is removed and `path` is untouched. Without
+// `sync_directory` the rename is durable only once the caller flushes the
+// directory (sync_directory below): for several files that one flush commits.
+void write_file_atomically(const std::string& path, std::span<const std::byte> bytes, const std::string& label,
+                           bool sync_directory = true);
+
+// Flushes a directory's entries (the renames into it) to disk; best effort.
+void sync_directory(const std::string& dir);
 
 // The whole of a regular file (not a symlink, FIFO or device), read without
 // following a symlink. Throws ptrain::Error "<label>: ..." otherwise.

@@ -42,17 +42,6 @@ float HybridAllreduce::step(const Batch& batch, const StepInfo& info) {
   return loss;
 }
 
-// Every replica's optimizer holds the same state; the codecs' residuals are each worker's own.
-void HybridAllreduce::save_state(StateWriter& out) const {
-  optimizer_->save_state(out);
-  reducer_->save_state(out);
-}
-
-void HybridAllreduce::load_state(StateReader& in) {
-  optimizer_->load_state(in);
-  reducer_->load_state(in);
-}
-
 std::vector<std::pair<std::string, std::string>> HybridAllreduce::notes() const {
   return {{"all-reduce", fmt::format("{} in {} bucket(s) of at most {}, overlap with backward {}",
                                      enum_name(options_.allreduce), reducer_->bucket_count(),

@@ -45,8 +45,12 @@ class HybridAllreduce : public WorkerStrategy {
   float step(const Batch& batch, const StepInfo& info) override;
   CodecStats codec_stats() const override { return reducer_->codec_stats(); }
   std::vector<std::pair<std::string, std::string>> notes() const override;
-  void save_state(StateWriter& out) const override;
-  void load_state(StateReader& in) override;
+  // The optimizer is every replica's same copy; the codecs' residuals are each worker's own.
+  void save_state(StateWriter& out) const override { reducer_->save_state(out); }
+  void load_state(StateReader& in) override { reducer_->load_state(in); }
+  bool replicated() const override { return true; }
+  void save_shared_state(StateWriter& out) const override { optimizer_->save_state(out); }
+  void load_shared_state(StateReader& in) override { optimizer_->load_state(in); }
 
  private:
   Model& model_;

@@ -51,6 +51,12 @@ class WorkerStrategy {
   // options declare `checkpoints = true` implement both; the others refuse.
   virtual void save_state(StateWriter& out) const;
   virtual void load_state(StateReader& in);
+  // True when every worker holds the same parameters and the same
+  // save_shared_state between steps (hybrid): worker 0 alone saves them, and
+  // every worker loads them from worker 0's part.
+  virtual bool replicated() const { return false; }
+  virtual void save_shared_state(StateWriter& /*out*/) const {}
+  virtual void load_shared_state(StateReader& /*in*/) {}
 };
 
 // What a run gives its strategy, whichever it is.

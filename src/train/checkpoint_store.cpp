@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -26,6 +28,26 @@ constexpr uint32_t kFormat = 1;
 uint32_t crc_of(std::span<const std::byte> bytes) {
   return static_cast<uint32_t>(
       crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+}
+
+// The CRC-32 a sealed file ends with.
+uint32_t trailer_crc(std::span<const std::byte> file) {
+  uint32_t crc = 0;
+  if (file.size() >= sizeof crc) std::memcpy(&crc, file.data() + file.size() - sizeof crc, sizeof crc);
+  return crc;
+}
+
+// A sealed file's size and the CRC-32 it ends with, reading only its end.
+CheckpointPart part_on_disk(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw Error("checkpoint " + path + ": cannot open");
+  const auto size = static_cast<uint64_t>(in.tellg());
+  uint32_t crc = 0;
+  if (size < sizeof crc) throw Error("checkpoint " + path + ": truncated");
+  in.seekg(static_cast<std::streamoff>(size - sizeof crc));
+  in.read(reinterpret_cast<char*>(&crc), sizeof crc);
+  if (!in) throw Error("checkpoint " + path + ": cannot read");
+  return {size, crc};
 }
 
 // magic + body + CRC-32 of magic and body.
@@ -64,21 +86,46 @@ std::string CheckpointStore::manifest_path(uint64_t step) const {
   return (fs::path(dir_) / fmt::format("step-{:012}.ckpt", step)).string();
 }
 
-std::string CheckpointStore::part_path(uint64_t step, int rank) const {
-  return (fs::path(dir_) / fmt::format("step-{:012}.rank-{}.part", step, rank)).string();
+std::string CheckpointStore::part_path(uint64_t step, uint64_t run, int rank) const {
+  return (fs::path(dir_) / fmt::format("step-{:012}.{:016x}.rank-{}.part", step, run, rank)).string();
 }
 
-CheckpointPart CheckpointStore::write_part(uint64_t step, int rank, std::span<const std::byte> state) const {
+CheckpointPart CheckpointStore::write_part(uint64_t step, uint64_t run, int rank,
+                                           std::span<const std::byte> state) const {
   const std::vector<std::byte> file = sealed(kPartMagic, state);
-  const std::string path = part_path(step, rank);
-  write_file_atomically(path, file, "checkpoint " + path);
-  return {file.size(), crc_of(file)};
+  const std::string path = part_path(step, run, rank);
+  // The directory is flushed once, by the commit, for every part.
+  write_file_atomically(path, file, "checkpoint " + path, /*sync_directory=*/false);
+  return {file.size(), trailer_crc(file)};
 }
 
-void CheckpointStore::commit(uint64_t step, const std::string& plan_json, std::span<const CheckpointPart> parts) const {
+std::vector<CheckpointPart> CheckpointStore::wait_for_parts(uint64_t step, uint64_t run, int workers,
+                                                            std::chrono::milliseconds timeout,
+                                                            const std::function<bool()>& give_up) const {
+  std::vector<CheckpointPart> parts(static_cast<size_t>(workers));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int r = 0; r < workers; ++r) {
+    const std::string path = part_path(step, run, r);
+    // A part is renamed into place whole, after it is flushed: once it is there, it is all there.
+    while (!fs::exists(path)) {
+      if (give_up && give_up()) throw Error(fmt::format("checkpoint at step {}: abandoned", step));
+      if (std::chrono::steady_clock::now() > deadline)
+        throw Error(fmt::format("checkpoint at step {}: worker {}'s part did not appear in {} within {:g} s", step, r,
+                                dir_, static_cast<double>(timeout.count()) / 1000));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    parts[static_cast<size_t>(r)] = part_on_disk(path);
+  }
+  return parts;
+}
+
+void CheckpointStore::commit(uint64_t step, uint64_t run, const std::string& plan_json,
+                             std::span<const CheckpointPart> parts) const {
+  sync_directory(dir_);  // every part's rename, before the manifest names them
   StateWriter w;
   w.put_value("format", kFormat);
   w.put_value("step", step);
+  w.put_value("run", run);
   w.put_text("plan", plan_json);
   w.put("parts", parts);
   const std::string path = manifest_path(step);
@@ -95,14 +142,14 @@ void CheckpointStore::commit(uint64_t step, const std::string& plan_json, std::s
       kept.insert(steps[i]);
     }
   }
-  static const std::regex part_name(R"(step-(\d{12})\.rank-\d+\.part)");
+  static const std::regex part_name(R"(step-(\d{12})\.[0-9a-f]{16}\.rank-\d+\.part)");
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, m, part_name)) continue;
     const uint64_t s = std::stoull(m[1].str());
-    if (s < step && !kept.contains(s)) fs::remove(entry.path(), ec);
+    if (s <= step && !kept.contains(s)) fs::remove(entry.path(), ec);
   }
 }
 
@@ -130,6 +177,7 @@ FoundCheckpoint CheckpointStore::read_manifest(uint64_t step) const {
     throw Error(fmt::format("{}: format {}, this ptrain reads format {}", label, format, kFormat));
   found.step = in.take_value<uint64_t>("step");
   if (found.step != step) throw Error(fmt::format("{}: holds step {}, its name says {}", label, found.step, step));
+  found.run = in.take_value<uint64_t>("run");
   found.plan_json = in.take_text("plan");
   found.parts = in.take_vector<CheckpointPart>("parts");
   in.expect_end();
@@ -155,14 +203,15 @@ std::vector<std::byte> CheckpointStore::read_part(const FoundCheckpoint& found, 
   if (rank < 0 || static_cast<size_t>(rank) >= found.parts.size())
     throw Error(fmt::format("checkpoint {}: has parts for {} workers, none for worker {}", found.manifest,
                             found.parts.size(), rank));
-  const std::string path = part_path(found.step, rank);
+  const std::string path = part_path(found.step, found.run, rank);
   const std::string label = "checkpoint " + path;
   const std::vector<std::byte> file = read_regular_file(path, label);
   const CheckpointPart& want = found.parts[static_cast<size_t>(rank)];
   if (file.size() != want.bytes)
     throw Error(fmt::format("{}: {} bytes, its manifest says {}", label, file.size(), want.bytes));
-  if (crc_of(file) != want.crc) throw Error(fmt::format("{}: damaged (checksum differs from its manifest's)", label));
   const auto body = unsealed(kPartMagic, file, label);
+  if (trailer_crc(file) != want.crc)
+    throw Error(fmt::format("{}: not the part its manifest names (checksum differs)", label));
   return {body.begin(), body.end()};
 }
 

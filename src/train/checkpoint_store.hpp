@@ -1,14 +1,16 @@
 #pragma once
 // Checkpoints on disk: a directory of numbered checkpoints, each complete or
-// absent. Every worker writes its own part (`step-<N>.rank-<r>.part`, its
-// state as records with a CRC-32 at the end), and once all parts are on disk
+// absent. Every worker writes its own part (`step-<N>.<run>.rank-<r>.part`,
+// its state as records with a CRC-32 at the end; <run> tells one run's parts
+// from a crashed run's at the same step), and once all parts are on disk
 // worker 0 commits them with a manifest (`step-<N>.ckpt`: the plan, the step,
-// each part's size and CRC-32, and a CRC-32 of its own). Each file is written
-// atomically (core/atomic_file.hpp), so a checkpoint exists exactly when its
-// manifest does, and its parts are the ones the manifest names. Reading skips
-// a damaged checkpoint (truncated, a flipped byte, a part missing) and takes
-// the newest intact one.
+// the run, each part's size and CRC-32, and a CRC-32 of its own). Each file is
+// written atomically (core/atomic_file.hpp), so a checkpoint exists exactly
+// when its manifest does, and its parts are the ones the manifest names.
+// Reading skips a damaged checkpoint (truncated, a flipped byte, a part
+// missing) and takes the newest intact one.
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -25,6 +27,7 @@ struct CheckpointPart {
 
 struct FoundCheckpoint {
   uint64_t step = 0;  // steps every worker had taken
+  uint64_t run = 0;   // the run that wrote it
   std::string plan_json;
   std::vector<CheckpointPart> parts;  // per worker
   std::string manifest;               // its path
@@ -37,13 +40,18 @@ class CheckpointStore {
 
   const std::string& dir() const { return dir_; }
   std::string manifest_path(uint64_t step) const;
-  std::string part_path(uint64_t step, int rank) const;
+  std::string part_path(uint64_t step, uint64_t run, int rank) const;
 
-  // Writes worker `rank`'s part of the checkpoint at `step`.
-  CheckpointPart write_part(uint64_t step, int rank, std::span<const std::byte> state) const;
+  // Writes worker `rank`'s part of the checkpoint at `step` of run `run`.
+  CheckpointPart write_part(uint64_t step, uint64_t run, int rank, std::span<const std::byte> state) const;
+  // What worker 0 commits: each of `workers` parts once it is on disk, waiting
+  // up to `timeout` for the others' (or until `give_up` says so).
+  std::vector<CheckpointPart> wait_for_parts(uint64_t step, uint64_t run, int workers,
+                                             std::chrono::milliseconds timeout,
+                                             const std::function<bool()>& give_up = {}) const;
   // Commits the checkpoint at `step` once every part is written, then removes
   // all but the newest `keep` checkpoints (and parts no manifest names).
-  void commit(uint64_t step, const std::string& plan_json, std::span<const CheckpointPart> parts) const;
+  void commit(uint64_t step, uint64_t run, const std::string& plan_json, std::span<const CheckpointPart> parts) const;
 
   // The newest intact checkpoint (nullopt: none). Each newer one skipped is
   // reported through `skipped` as one line naming the file and the damage.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "comm/local_group.hpp"
@@ -14,6 +15,7 @@
 #include "core/thread_affinity.hpp"
 #include "core/state_stream.hpp"
 #include "data/sharded_sampler.hpp"
+#include "train/checkpoint_writer.hpp"
 #include "train/straggler_model.hpp"
 
 namespace ptrain {
@@ -153,12 +155,21 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   if (config.resume) {
     const CheckpointStore from(config.resume_dir, config.checkpoint.keep);
     const std::vector<std::byte> part = from.read_part(*config.resume, rank);
-    StateReader in(part, "checkpoint " + from.part_path(config.resume->step, rank));
+    StateReader in(part, "checkpoint " + from.part_path(config.resume->step, config.resume->run, rank));
     step = in.take_value<uint64_t>("step");
+    if (rank == 0 || !side->replicated()) {
+      in.take("params", replica.params());
+      side->load_shared_state(in);
+    } else {  // worker 0's part holds what every replica shares
+      const std::vector<std::byte> first = from.read_part(*config.resume, 0);
+      StateReader shared(first, "checkpoint " + from.part_path(config.resume->step, config.resume->run, 0));
+      shared.take_value<uint64_t>("step");
+      shared.take("params", replica.params());
+      side->load_shared_state(shared);
+    }
     if (step > shape.total_steps)
       throw Error(fmt::format("checkpoint {}: taken after step {}, past this run's end at step {} (more epochs?)",
                               config.resume->manifest, step, shape.total_steps));
-    in.take("params", replica.params());
     side->load_state(in);
     first_epoch = in.take_value<uint64_t>("epoch.index");
     resumed_losses = in.take_vector<float>("epoch.losses");
@@ -171,8 +182,15 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   comm.barrier();
   side->start();
   std::unique_ptr<CheckpointStore> store;
-  if (!config.checkpoint.dir.empty())
+  std::unique_ptr<CheckpointWriter> writer;
+  if (!config.checkpoint.dir.empty()) {
     store = std::make_unique<CheckpointStore>(config.checkpoint.dir, config.checkpoint.keep);
+    // This run's name for its parts, the same on every worker.
+    uint64_t run_id = rank == 0 ? (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}() : 0;
+    comm.broadcast(std::as_writable_bytes(std::span(&run_id, 1)), 0);
+    writer = std::make_unique<CheckpointWriter>(*store, rank, workers, run_id, config.checkpoint.plan_json,
+                                                config.comm_timeout);
+  }
   CheckpointClock checkpoint_clock(config.checkpoint.every, comm);
   std::vector<float> losses;
   double epoch_seconds_before = 0;  // of this epoch, before a resume
@@ -183,21 +201,16 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     comm.barrier();  // every worker's step done (sequential turns end one after another)
     StateWriter w;
     w.put_value("step", static_cast<uint64_t>(step));
-    w.put("params", std::span<const float>(replica.params()));
+    if (rank == 0 || !side->replicated()) {
+      w.put("params", std::span<const float>(replica.params()));
+      side->save_shared_state(w);
+    }
     side->save_state(w);
     w.put_value("epoch.index", static_cast<uint64_t>(next_epoch));
     w.put("epoch.losses", losses);
     w.put_value("epoch.seconds", epoch_seconds());
     if (rank == 0) save_result(w, result);
-    const CheckpointPart part = store->write_part(step, rank, w.bytes());
-    const auto parts = comm.allgatherv(std::as_bytes(std::span<const CheckpointPart>(&part, 1)));
-    if (rank == 0) {
-      std::vector<CheckpointPart> all(parts.size());
-      for (size_t r = 0; r < parts.size(); ++r) std::memcpy(&all[r], parts[r].data(), sizeof(CheckpointPart));
-      store->commit(step, config.checkpoint.plan_json, all);
-      ++result.checkpoints;
-    }
-    comm.barrier();
+    writer->submit(step, w.take());  // written and committed while training goes on
   };
   bool left = false;
   std::string left_why;
@@ -299,6 +312,10 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     if (store && !left && epoch_steps == shape.steps_per_epoch && checkpoint_clock.due(step, true))
       write_checkpoint(epoch + 1);
     if (side->run_over()) break;
+  }
+  if (writer) {  // the last checkpoint on disk and committed before the run returns
+    writer->finish();
+    if (rank == 0) result.checkpoints = writer->committed();
   }
   comm.barrier();
   if (rank == 0) {  // the model to keep: before finish(), which stops parameter servers

@@ -172,7 +172,7 @@ TEST(CheckpointResume, ACorruptNewestCheckpointFallsBackToTheOneBefore) {
   plan.run.max_steps = 50;  // ends after the checkpoints at 10 .. 50; the newest 3 are kept
   run_plan(plan, data);
   const CheckpointStore store(plan.run.checkpoint_dir, 3);
-  std::filesystem::resize_file(store.part_path(50, 2), 17);
+  std::filesystem::resize_file(store.part_path(50, store.newest()->run, 2), 17);
   std::vector<std::string> warnings;
   plan.run.max_steps = 0;
   World world = make_world(plan);
@@ -184,7 +184,8 @@ TEST(CheckpointResume, ACorruptNewestCheckpointFallsBackToTheOneBefore) {
   EXPECT_EQ(r.resumed_at_step, 40u);
   EXPECT_EQ(r.final_params, whole.params);
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("step-000000000050.rank-2.part"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("rank-2.part"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("step-000000000050"), std::string::npos) << warnings[0];
 }
 
 TEST(CheckpointResume, RefusesAPlanTheStateCannotFollow) {

@@ -18,10 +18,17 @@ std::vector<std::byte> state_of(uint64_t step, int rank) {
   return bytes;
 }
 
+constexpr uint64_t kRun = 0xabc;
+
 void write_checkpoint(const CheckpointStore& store, uint64_t step, int workers) {
-  std::vector<CheckpointPart> parts;
-  for (int r = 0; r < workers; ++r) parts.push_back(store.write_part(step, r, state_of(step, r)));
-  store.commit(step, "{\"step\": " + std::to_string(step) + "}", parts);
+  std::vector<CheckpointPart> written;
+  for (int r = 0; r < workers; ++r) written.push_back(store.write_part(step, kRun, r, state_of(step, r)));
+  const auto parts = store.wait_for_parts(step, kRun, workers, std::chrono::seconds(5));
+  for (int r = 0; r < workers; ++r) {
+    EXPECT_EQ(parts[static_cast<size_t>(r)].bytes, written[static_cast<size_t>(r)].bytes);
+    EXPECT_EQ(parts[static_cast<size_t>(r)].crc, written[static_cast<size_t>(r)].crc);
+  }
+  store.commit(step, kRun, "{\"step\": " + std::to_string(step) + "}", parts);
 }
 
 void flip_byte(const std::string& path, size_t at) {
@@ -52,9 +59,10 @@ TEST(CheckpointStore, KeepsTheNewestKAndNoOrphanParts) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir.path())) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"step-000000000003.ckpt", "step-000000000003.rank-0.part",
-                                             "step-000000000003.rank-1.part", "step-000000000004.ckpt",
-                                             "step-000000000004.rank-0.part", "step-000000000004.rank-1.part"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "step-000000000003.0000000000000abc.rank-0.part", "step-000000000003.0000000000000abc.rank-1.part",
+                       "step-000000000003.ckpt", "step-000000000004.0000000000000abc.rank-0.part",
+                       "step-000000000004.0000000000000abc.rank-1.part", "step-000000000004.ckpt"}));
 }
 
 TEST(CheckpointStore, ADamagedCheckpointIsSkippedForTheNewestIntactOne) {
@@ -64,12 +72,12 @@ TEST(CheckpointStore, ADamagedCheckpointIsSkippedForTheNewestIntactOne) {
     const char* reason;
   };
   const std::vector<Damage> damages = {
-      {"flipped part byte", [](const CheckpointStore& s) { flip_byte(s.part_path(3, 1), 40); }, "checksum differs"},
+      {"flipped part byte", [](const CheckpointStore& s) { flip_byte(s.part_path(3, kRun, 1), 40); }, "damaged (checksum mismatch)"},
       {"flipped manifest byte", [](const CheckpointStore& s) { flip_byte(s.manifest_path(3), 20); }, "damaged"},
-      {"truncated part", [](const CheckpointStore& s) { fs::resize_file(s.part_path(3, 0), 50); }, "bytes, its manifest"},
+      {"truncated part", [](const CheckpointStore& s) { fs::resize_file(s.part_path(3, kRun, 0), 50); }, "bytes, its manifest"},
       {"truncated manifest", [](const CheckpointStore& s) { fs::resize_file(s.manifest_path(3), 30); }, "damaged"},
       {"empty manifest", [](const CheckpointStore& s) { fs::resize_file(s.manifest_path(3), 0); }, "truncated"},
-      {"missing part", [](const CheckpointStore& s) { fs::remove(s.part_path(3, 1)); }, "cannot open"},
+      {"missing part", [](const CheckpointStore& s) { fs::remove(s.part_path(3, kRun, 1)); }, "cannot open"},
   };
   for (const auto& damage : damages) {
     test::ScratchDir dir;
@@ -92,7 +100,7 @@ TEST(CheckpointStore, NothingIntactIsNothingFound) {
   const CheckpointStore store(dir.path().string(), 3);
   EXPECT_FALSE(store.newest());
   write_checkpoint(store, 5, 1);
-  fs::resize_file(store.part_path(5, 0), 3);
+  fs::resize_file(store.part_path(5, kRun, 0), 3);
   int skipped = 0;
   EXPECT_FALSE(store.newest([&](const std::string&) { ++skipped; }));
   EXPECT_EQ(skipped, 1);
@@ -102,8 +110,23 @@ TEST(CheckpointStore, AnUncommittedPartIsNotACheckpoint) {
   test::ScratchDir dir;
   const CheckpointStore store(dir.path().string(), 3);
   write_checkpoint(store, 1, 2);
-  store.write_part(2, 0, state_of(2, 0));  // the run died before worker 1 wrote and worker 0 committed
+  store.write_part(2, kRun, 0, state_of(2, 0));  // the run died before worker 1 wrote and worker 0 committed
   EXPECT_EQ(store.newest()->step, 1u);
+  EXPECT_EQ(test::error_message([&] { store.wait_for_parts(2, kRun, 2, std::chrono::milliseconds(20)); }),
+            "checkpoint at step 2: worker 1's part did not appear in " + dir.path().string() + " within 0.02 s");
+}
+
+TEST(CheckpointStore, AnotherRunsPartAtTheSameStepIsNotTaken) {
+  test::ScratchDir dir;
+  const CheckpointStore store(dir.path().string(), 3);
+  write_checkpoint(store, 1, 1);
+  store.write_part(2, 0x111, 0, state_of(2, 0));  // a crashed run's, never committed
+  store.write_part(2, kRun, 0, state_of(3, 0));
+  store.commit(2, kRun, "{}", store.wait_for_parts(2, kRun, 1, std::chrono::seconds(1)));
+  const auto found = store.newest();
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->run, kRun);
+  EXPECT_EQ(store.read_part(*found, 0), state_of(3, 0));
 }
 
 }  // namespace
