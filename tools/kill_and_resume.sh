@@ -57,7 +57,8 @@ for ((t = 1; t <= trials; t++)); do
   sleep "$delay"
   if [ "$backend" = mpi ]; then
     ranks=($(pgrep -f -- "$build/ptrain train" | grep -v "^$pid\$" || true))
-    victim=${ranks[$((RANDOM % ${#ranks[@]}))]:-$pid}
+    victim=$pid  # the job may have ended already: then no rank is left to kill
+    if ((${#ranks[@]} > 0)); then victim=${ranks[$((RANDOM % ${#ranks[@]}))]}; fi
   else
     victim=$pid
   fi
