@@ -176,7 +176,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     resumed_seconds = in.take_value<double>("epoch.seconds");
     if (rank == 0) load_result(in, result);
     in.expect_end();
-    result.resumed_from = config.resume->manifest, result.resumed_at_step = step;
+    if (rank == 0) result.resumed_from = config.resume->manifest, result.resumed_at_step = step;  // worker 0 fills the result
     cursor.seek(step);
   }
   comm.barrier();
