@@ -11,7 +11,7 @@ namespace ptrain {
 
 FoundCheckpoint newest_checkpoint(const std::string& dir, const std::function<void(const std::string&)>& skipped) {
   int damaged = 0;
-  const CheckpointStore store(dir, 1);
+  const CheckpointStore store = CheckpointStore::existing(dir);
   auto found = store.newest([&](const std::string& why) {
     ++damaged;
     if (skipped) skipped(why);

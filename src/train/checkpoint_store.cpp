@@ -82,6 +82,12 @@ CheckpointStore::CheckpointStore(std::string dir, int keep) : dir_(std::move(dir
   if (!fs::is_directory(dir_)) throw Error(fmt::format("checkpoint directory {}: {}", dir_, ec ? ec.message() : "not a directory"));
 }
 
+CheckpointStore::CheckpointStore(std::string dir, int keep, NoCreate) : dir_(std::move(dir)), keep_(std::max(keep, 1)) {
+  if (!fs::is_directory(dir_)) throw Error(fmt::format("checkpoint directory {}: no such directory", dir_));
+}
+
+CheckpointStore CheckpointStore::existing(std::string dir) { return CheckpointStore(std::move(dir), 1, NoCreate{}); }
+
 std::string CheckpointStore::manifest_path(uint64_t step) const {
   return (fs::path(dir_) / fmt::format("step-{:012}.ckpt", step)).string();
 }

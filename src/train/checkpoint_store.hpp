@@ -35,8 +35,10 @@ struct FoundCheckpoint {
 
 class CheckpointStore {
  public:
-  // `dir` is created if missing. Throws ptrain::Error naming it when it cannot be.
+  // For writing: `dir` is created if missing. Throws ptrain::Error naming it when it cannot be.
   CheckpointStore(std::string dir, int keep);
+  // For reading: `dir` must exist already (resuming never creates it).
+  static CheckpointStore existing(std::string dir);
 
   const std::string& dir() const { return dir_; }
   std::string manifest_path(uint64_t step) const;
@@ -60,6 +62,8 @@ class CheckpointStore {
   std::vector<std::byte> read_part(const FoundCheckpoint& found, int rank) const;
 
  private:
+  struct NoCreate {};
+  CheckpointStore(std::string dir, int keep, NoCreate);
   std::vector<uint64_t> committed_steps() const;  // ascending, by manifest name
   FoundCheckpoint read_manifest(uint64_t step) const;
 

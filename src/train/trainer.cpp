@@ -150,13 +150,16 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   Batch batch;
   size_t step = 0;  // this worker's, over the run
   size_t first_epoch = 0;  // the epoch to go on with (a checkpoint taken at an epoch's end names the next)
-  std::vector<float> resumed_losses;  // of that epoch, before the checkpoint
-  double resumed_seconds = 0;
+  std::vector<float> losses;        // this worker's of the epoch (on resume, those before the checkpoint)
+  double epoch_seconds_before = 0;  // of this epoch, before a resume
   if (config.resume) {
-    const CheckpointStore from(config.resume_dir, config.checkpoint.keep);
+    const CheckpointStore from = CheckpointStore::existing(config.resume_dir);
     const std::vector<std::byte> part = from.read_part(*config.resume, rank);
     StateReader in(part, "checkpoint " + from.part_path(config.resume->step, config.resume->run, rank));
     step = in.take_value<uint64_t>("step");
+    if (step > shape.total_steps)
+      throw Error(fmt::format("checkpoint {}: taken after step {}, past this run's end at step {} (more epochs?)",
+                              config.resume->manifest, step, shape.total_steps));
     if (rank == 0 || !side->replicated()) {
       in.take("params", replica.params());
       side->load_shared_state(in);
@@ -167,13 +170,10 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
       shared.take("params", replica.params());
       side->load_shared_state(shared);
     }
-    if (step > shape.total_steps)
-      throw Error(fmt::format("checkpoint {}: taken after step {}, past this run's end at step {} (more epochs?)",
-                              config.resume->manifest, step, shape.total_steps));
     side->load_state(in);
     first_epoch = in.take_value<uint64_t>("epoch.index");
-    resumed_losses = in.take_vector<float>("epoch.losses");
-    resumed_seconds = in.take_value<double>("epoch.seconds");
+    losses = in.take_vector<float>("epoch.losses");
+    epoch_seconds_before = in.take_value<double>("epoch.seconds");
     if (rank == 0) load_result(in, result);
     in.expect_end();
     if (rank == 0) result.resumed_from = config.resume->manifest, result.resumed_at_step = step;  // worker 0 fills the result
@@ -192,8 +192,6 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
                                                 config.comm_timeout);
   }
   CheckpointClock checkpoint_clock(config.checkpoint.every, comm);
-  std::vector<float> losses;
-  double epoch_seconds_before = 0;  // of this epoch, before a resume
   Stopwatch epoch_clock;
   auto epoch_seconds = [&] { return epoch_seconds_before + epoch_clock.seconds(); };
   // Every worker writes its part, then worker 0 commits them with the manifest.
@@ -216,10 +214,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   std::string left_why;
   for (size_t epoch = first_epoch; epoch < shape.epochs; ++epoch) {
     const size_t epoch_steps = std::min(shape.steps_per_epoch, shape.total_steps - epoch * shape.steps_per_epoch);
-    losses.clear();
-    epoch_seconds_before = 0;
-    if (config.resume && epoch == first_epoch) losses = resumed_losses, epoch_seconds_before = resumed_seconds;
-    losses.reserve(epoch_steps);
+    losses.reserve(epoch_steps);  // empty but after a resume (cleared at each epoch's end)
     comm.barrier();
     epoch_clock.reset();
     double running = 0;

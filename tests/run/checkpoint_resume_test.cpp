@@ -209,6 +209,10 @@ TEST(CheckpointResume, RefusesAPlanTheStateCannotFollow) {
   inputs.resume = empty.path().string();
   EXPECT_EQ(test::error_message([&] { run(plan, world, {}, inputs); }),
             "checkpoint directory " + empty.path().string() + ": no checkpoint there");
+  inputs.resume = empty.file("typo");  // resuming never creates the directory
+  EXPECT_EQ(test::error_message([&] { run(plan, world, {}, inputs); }),
+            "checkpoint directory " + inputs.resume + ": no such directory");
+  EXPECT_FALSE(std::filesystem::exists(inputs.resume));
 }
 
 TEST(CheckpointResume, ThePlanRefusesStrategiesWithoutCheckpoints) {
