@@ -6,6 +6,7 @@
 // strategies in sync/ implement it.
 #include <optional>
 
+#include "core/state_stream.hpp"
 #include "ps/ps_protocol.hpp"
 #include "ps/server_stats.hpp"
 
@@ -24,6 +25,11 @@ class StepCoordinator {
   virtual void left(int /*worker*/) {}
   // What the coordinator counted (dropped_late, max_clock_gap).
   virtual void add_stats(ServerStats& /*stats*/) const {}
+  // Checkpoints: what it has counted so far, saved where a checkpoint is
+  // taken (between steps of a lockstep schedule, or at an epoch's end) and
+  // loaded before the first Begin of the resumed run, whose length may differ.
+  virtual void save_state(StateWriter& out) const = 0;
+  virtual void load_state(StateReader& in) = 0;
 };
 
 }  // namespace ptrain

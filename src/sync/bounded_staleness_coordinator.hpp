@@ -27,11 +27,15 @@ class BoundedStalenessCoordinator : public StepCoordinator {
   void add_stats(ServerStats& stats) const override {
     stats.max_clock_gap = std::max(stats.max_clock_gap, max_gap_);
   }
+  // Checkpoints are taken at epoch ends only (the workers' steps differ).
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
  private:
   bool warming_up() const { return pushes_ < warmup_single_ && live_[0]; }
 
   uint64_t tickets_per_epoch_;
+  uint64_t tickets_in_run_;  // W x total_steps
   uint64_t tickets_left_;   // in the run, for the epochs not begun yet and this one
   uint64_t epoch_tickets_;  // this epoch's
   std::optional<uint64_t> staleness_;

@@ -109,11 +109,37 @@ ParameterServerWorker::ParameterServerWorker(const ParameterServerGroup& group, 
 
 void ParameterServerWorker::start() {
   // The shards start from worker 0's weights, as the all-reduce replicas do.
-  if (client_.worker() == 0) client_.init(model_.params());
+  if (client_.worker() != 0) return;
+  if (shard_states_.empty())
+    client_.init(model_.params());
+  else
+    client_.restore(shard_states_);
+  shard_states_.clear();
+}
+
+void ParameterServerWorker::save_state(StateWriter& out) {
+  out.put_value("ps.min_version", min_version_);
+  out.put_value("ps.epoch_received", epoch_received_);
+  client_.save_codecs(out);
+  if (client_.worker() != 0) return;
+  // At an epoch's end the shards hold it once every push of the epoch is in;
+  // inside an epoch (ps-sync, in lockstep) once the update of this step is made.
+  const auto states = between_epochs_ ? client_.save(0, epoch_received_) : client_.save(min_version_ + 1, 0);
+  for (size_t s = 0; s < states.size(); ++s) out.put_bytes(fmt::format("ps.shard.{}", s), states[s]);
+}
+
+void ParameterServerWorker::load_state(StateReader& in) {
+  min_version_ = in.take_value<uint64_t>("ps.min_version");
+  epoch_received_ = in.take_value<uint64_t>("ps.epoch_received");
+  client_.load_codecs(in);
+  if (client_.worker() != 0) return;
+  shard_states_.clear();
+  for (size_t s = 0; s < client_.shards(); ++s) shard_states_.push_back(in.take_vector<std::byte>(fmt::format("ps.shard.{}", s)));
 }
 
 bool ParameterServerWorker::next_step(size_t, size_t) {
   const PsDecision decision = client_.begin();
+  between_epochs_ = decision.go == 0;
   if (!decision.go) {
     epoch_received_ = decision.received;
     run_over_ = decision.over != 0;

@@ -75,7 +75,7 @@ void SequentialTurns::sync_for_evaluation() {
   std::copy(group_.central_.begin(), group_.central_.end(), params.begin());
 }
 
-void SequentialTurns::save_state(StateWriter& out) const {
+void SequentialTurns::save_state(StateWriter& out) {
   out.put_value("sequential.local_step", local_step_);
   if (comm_.rank() != 0) return;
   std::lock_guard lock(group_.mutex_);

@@ -52,7 +52,7 @@ class SequentialTurns : public WorkerStrategy {
   void sync_for_evaluation() override;
   // Worker 0 saves the central weights, the optimizer and the turn; every
   // worker its own step count.
-  void save_state(StateWriter& out) const override;
+  void save_state(StateWriter& out) override;
   void load_state(StateReader& in) override;
 
  private:

@@ -49,8 +49,13 @@ class WorkerStrategy {
   // optimizer's, the codecs', the strategy's own), saved between steps on
   // every worker at the same step and loaded before start(). Strategies whose
   // options declare `checkpoints = true` implement both; the others refuse.
-  virtual void save_state(StateWriter& out) const;
+  // Saving may ask remote state of others (parameter-server shards).
+  virtual void save_state(StateWriter& out);
   virtual void load_state(StateReader& in);
+  // True when every worker takes the same steps (hybrid, sequential,
+  // ps-sync): a checkpoint may then be taken inside an epoch. The others
+  // (ps-backup, ssp, async) are checkpointed at epoch ends only.
+  virtual bool lockstep() const { return true; }
   // True when every worker holds the same parameters and the same
   // save_shared_state between steps (hybrid): worker 0 alone saves them, and
   // every worker loads them from worker 0's part.

@@ -20,6 +20,8 @@ class SynchronousCoordinator : public StepCoordinator {
   std::optional<PsDecision> begin(int worker) override;
   bool claim(int worker, uint64_t version) override;
   void add_stats(ServerStats& stats) const override { stats.dropped_late += dropped_late_; }
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
  private:
   int workers_, backup_;

@@ -115,22 +115,53 @@ void load_result(StateReader& in, RunResult& r) {
 class CheckpointClock {
  public:
   CheckpointClock(const Cadence& every, Communicator& comm) : every_(every), comm_(comm) {}
-  // After `step` steps; `epoch_end`: the epoch has just ended.
+  // Lockstep strategies, after `step` steps of every worker; `epoch_end`: the epoch has just ended.
   bool due(size_t step, bool epoch_end) {
     if (every_.steps > 0) return step % every_.steps == 0;
     if (every_.seconds <= 0) return epoch_end;
+    return worker_0_says(since_.seconds() >= every_.seconds);
+  }
+  // The others, at an epoch's end, where the workers' steps differ: every N
+  // steps means every N x W steps of all workers together (`all_steps`).
+  // `can` (worker 0's): false skips this epoch's checkpoint.
+  bool due_at_epoch_end(uint64_t all_steps, bool can) {
+    bool now = can;
+    if (every_.steps > 0) {
+      const uint64_t period = every_.steps * static_cast<uint64_t>(comm_.size());
+      now = now && all_steps / period > last_all_steps_ / period;
+    } else if (every_.seconds > 0) {
+      now = now && since_.seconds() >= every_.seconds;
+    }
+    if (!worker_0_says(now)) return false;
+    last_all_steps_ = all_steps;
+    return true;
+  }
+
+ private:
+  bool worker_0_says(bool yes) {
     std::byte now{0};
-    if (comm_.rank() == 0 && since_.seconds() >= every_.seconds) now = std::byte{1};
+    if (comm_.rank() == 0 && yes) now = std::byte{1};
     comm_.broadcast(std::span(&now, 1), 0);
     if (now == std::byte{1}) since_.reset();
     return now == std::byte{1};
   }
 
- private:
   Cadence every_;
   Communicator& comm_;
   Stopwatch since_;
+  uint64_t last_all_steps_ = 0;
 };
+
+// The steps all workers took together.
+uint64_t steps_of_all(Communicator& comm, uint64_t mine) {
+  uint64_t all = 0;
+  for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span(&mine, 1)))) {
+    uint64_t s = 0;
+    std::memcpy(&s, bytes.data(), std::min(bytes.size(), sizeof s));
+    all += s;
+  }
+  return all;
+}
 
 // One worker's whole run on `comm` (the workers), whatever the backend; with
 // parameter servers `with_servers` joins them to the shards. Worker 0
@@ -157,7 +188,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     const std::vector<std::byte> part = from.read_part(*config.resume, rank);
     StateReader in(part, "checkpoint " + from.part_path(config.resume->step, config.resume->run, rank));
     step = in.take_value<uint64_t>("step");
-    if (step > shape.total_steps)
+    if (side->lockstep() && step > shape.total_steps)
       throw Error(fmt::format("checkpoint {}: taken after step {}, past this run's end at step {} (more epochs?)",
                               config.resume->manifest, step, shape.total_steps));
     if (rank == 0 || !side->replicated()) {
@@ -172,6 +203,9 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     }
     side->load_state(in);
     first_epoch = in.take_value<uint64_t>("epoch.index");
+    if (first_epoch > shape.epochs)  // the workers' steps differ: a checkpoint ends an epoch
+      throw Error(fmt::format("checkpoint {}: taken after epoch {}, past this run's {} epochs", config.resume->manifest,
+                              first_epoch, shape.epochs));
     losses = in.take_vector<float>("epoch.losses");
     epoch_seconds_before = in.take_value<double>("epoch.seconds");
     if (rank == 0) load_result(in, result);
@@ -192,10 +226,12 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
                                                 config.comm_timeout);
   }
   CheckpointClock checkpoint_clock(config.checkpoint.every, comm);
+  const bool lockstep = side->lockstep();
   Stopwatch epoch_clock;
   auto epoch_seconds = [&] { return epoch_seconds_before + epoch_clock.seconds(); };
   // Every worker writes its part, then worker 0 commits them with the manifest.
-  auto write_checkpoint = [&](size_t next_epoch) {
+  // `key` names the checkpoint: the step (lockstep), or all workers' steps.
+  auto write_checkpoint = [&](size_t next_epoch, uint64_t key) {
     comm.barrier();  // every worker's step done (sequential turns end one after another)
     StateWriter w;
     w.put_value("step", static_cast<uint64_t>(step));
@@ -208,7 +244,8 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     w.put("epoch.losses", losses);
     w.put_value("epoch.seconds", epoch_seconds());
     if (rank == 0) save_result(w, result);
-    writer->submit(step, w.take());  // written and committed while training goes on
+    if (with_servers) comm.barrier();  // no step before worker 0 has the shards' state
+    writer->submit(key, w.take());  // written and committed while training goes on
   };
   bool left = false;
   std::string left_why;
@@ -237,9 +274,9 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
         const size_t b = losses.size();
         // Inside the epoch; an epoch that --max-steps cuts short stays open
         // in its checkpoint, so that a longer run resumed from it completes it.
-        if (store && b < shape.steps_per_epoch &&
+        if (store && lockstep && b < shape.steps_per_epoch &&
             (checkpoint_clock.due(step, false) || (config.checkpoint.every.off() && b == epoch_steps)))
-          write_checkpoint(epoch);
+          write_checkpoint(epoch, step);
         if (rank == 0 && callbacks.on_progress && (b % 5 == 0 || b == epoch_steps)) {
           const double t = epoch_seconds();
           callbacks.on_progress(Progress{
@@ -304,8 +341,15 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     comm.barrier();  // the others wait while worker 0 evaluates
     losses.clear();  // the epoch is in the result now
     epoch_seconds_before = 0, epoch_clock.reset();
-    if (store && !left && epoch_steps == shape.steps_per_epoch && checkpoint_clock.due(step, true))
-      write_checkpoint(epoch + 1);
+    if (store && epoch_steps == shape.steps_per_epoch) {
+      if (lockstep) {
+        if (checkpoint_clock.due(step, true)) write_checkpoint(epoch + 1, step);
+      } else {
+        // Not after worker 0 left (async): it would not know which pushes the shards must have.
+        const uint64_t all = steps_of_all(comm, step);
+        if (checkpoint_clock.due_at_epoch_end(all, !left)) write_checkpoint(epoch + 1, all);
+      }
+    }
     if (side->run_over()) break;
   }
   if (writer) {  // the last checkpoint on disk and committed before the run returns
