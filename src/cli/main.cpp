@@ -11,6 +11,7 @@
 #include "cli/train_command.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/run_failure.hpp"
 #include "core/registry.hpp"
 #include "run/build_info.hpp"
 
@@ -95,14 +96,20 @@ int main(int argc, char** argv) {
     if (simulate->parsed()) return ptrain::run_simulate_command(simulate_options);
     if (bench_allreduce->parsed()) return ptrain::run_bench_allreduce_command(bench_allreduce_options);
     if (bench_compress->parsed()) return ptrain::run_bench_compress_command(bench_compress_options);
+  } catch (const ptrain::InterruptedError& e) {
+    // A lost worker, a timeout, a checkpoint that could not be written: a
+    // restart from the last checkpoint (--resume DIR) may finish the run.
+    fmt::print(stderr, "ptrain: error: {}\n", e.what());
+    if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitRetry);
+    return ptrain::kExitRetry;
   } catch (const ptrain::Error& e) {
     fmt::print(stderr, "ptrain: error: {}\n", e.what());
-    if (mpi) ptrain::MpiRuntime::abort_job(1);
-    return 1;
+    if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitInput);
+    return ptrain::kExitInput;
   } catch (const std::exception& e) {
     fmt::print(stderr, "ptrain: internal error: {}\n", e.what());
-    if (mpi) ptrain::MpiRuntime::abort_job(1);
-    return 1;
+    if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitInternal);
+    return ptrain::kExitInternal;
   }
-  return 0;
+  return ptrain::kExitOk;
 }

@@ -11,6 +11,7 @@
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/message_tags.hpp"
 #include "core/error.hpp"
+#include "core/run_failure.hpp"
 #include "core/half.hpp"
 
 namespace ptrain {
@@ -109,7 +110,7 @@ MpiCommunicator::MpiCommunicator(std::chrono::milliseconds timeout)
   if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE)) {
     // MPI may still write the new communicator into the handle: leave it allocated.
     static_cast<void>(handle_.release());
-    throw Error(fmt::format("communicator setup: rank {} timed out after {} waiting for the other ranks",
+    throw InterruptedError(fmt::format("communicator setup: rank {} timed out after {} waiting for the other ranks",
                             rank_, seconds_text(timeout_)));
   }
   set_up();
@@ -150,7 +151,7 @@ void MpiCommunicator::check_usable(const std::string& what) const {
 
 void MpiCommunicator::fail(const std::string& message) const {
   if (failure_.empty()) failure_ = message;
-  throw Error(message);
+  throw InterruptedError(message);  // a rank died, hung or disagreed: the job may go on from a checkpoint
 }
 
 void MpiCommunicator::enter(const CollectiveEntry& entry) {

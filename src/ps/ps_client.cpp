@@ -100,6 +100,11 @@ void PsClient::leave(bool holding_ticket) {
     send(s, {PsRequestKind::Leave, static_cast<uint32_t>(worker()), 0, holding_ticket ? 1u : 0u});
 }
 
+void PsClient::stop_run(bool holding_ticket) {
+  for (size_t s = 0; s < ranges_.size(); ++s)
+    send(s, {PsRequestKind::Stop, static_cast<uint32_t>(worker()), 0, holding_ticket ? 1u : 0u});
+}
+
 std::vector<std::vector<std::byte>> PsClient::save(uint64_t min_version, uint64_t min_received) {
   for (size_t s = 0; s < ranges_.size(); ++s)
     send(s, {PsRequestKind::Save, static_cast<uint32_t>(worker()), min_version, min_received});

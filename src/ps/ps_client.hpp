@@ -40,6 +40,9 @@ class PsClient {
   void push(std::span<const float> grad, const StepInfo& info);
   // This worker failed and leaves; `holding_ticket`: it began a step it never pushed.
   void leave(bool holding_ticket);
+  // This worker diverged: the run ends at the next step every worker can
+  // agree on; `holding_ticket` as for leave().
+  void stop_run(bool holding_ticket);
   // Checkpoints, worker 0 between steps: each shard's whole state, once it
   // holds `min_version` updates and `min_received` pushes (and has applied them).
   std::vector<std::vector<std::byte>> save(uint64_t min_version, uint64_t min_received);

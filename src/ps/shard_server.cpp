@@ -95,6 +95,10 @@ void ShardServer::handle(int from, std::vector<std::byte>&& message) {
       stats_.left_workers.push_back(request.worker);
       if (coordinator_) coordinator_->left(from);
       return;
+    case PsRequestKind::Stop:
+      if (request.received > 0) received_++;  // as for Leave
+      if (coordinator_) coordinator_->stop_run();
+      return;
     case PsRequestKind::Save:
       held_saves_.push_back({from, request});
       return;

@@ -23,6 +23,9 @@ class StepCoordinator {
   virtual void pushed(int /*worker*/) {}
   // `worker` failed and left the run (async).
   virtual void left(int /*worker*/) {}
+  // A worker diverged: end the run at the next point every worker can agree
+  // on, as a spent time limit does.
+  virtual void stop_run() = 0;
   // What the coordinator counted (dropped_late, max_clock_gap).
   virtual void add_stats(ServerStats& /*stats*/) const {}
   // Checkpoints: what it has counted so far, saved where a checkpoint is

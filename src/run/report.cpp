@@ -163,6 +163,14 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
   report["checkpoints"] = {{"written", r.checkpoints},
                            {"resumed_from", r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
                            {"resumed_at_step", r.resumed_at_step}};
+  auto& outcome = report["outcome"] = {{"status", r.diverged ? "diverged" : "completed"},
+                                       {"diverged_why", r.diverged ? nlohmann::json(r.diverged_why) : nlohmann::json()}};
+  auto& recoveries = outcome["recoveries"] = nlohmann::json::array();
+  for (const auto& rec : r.recoveries)
+    recoveries.push_back({{"kind", rec.kind},
+                          {"why", rec.why},
+                          {"from", rec.from.empty() ? nlohmann::json() : nlohmann::json(rec.from)},
+                          {"lr", rec.lr}});
   report["summary"] = {
       {"steps", r.steps},
       {"samples", r.samples},

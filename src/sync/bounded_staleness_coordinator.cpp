@@ -38,7 +38,8 @@ std::optional<PsDecision> BoundedStalenessCoordinator::begin(int worker) {
   }
   budget_.epoch_begins();
   // Decided before anyone hears this epoch end, so that every worker hears the same.
-  if (!over_ && std::none_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; }) && budget_.spent())
+  if (!over_ && std::none_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; }) &&
+      (budget_.spent() || stop_requested_))
     over_ = true;
   PsDecision decision;
   if (issued_ >= epoch_tickets_ || over_) {

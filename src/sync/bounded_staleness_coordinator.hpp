@@ -28,6 +28,7 @@ class BoundedStalenessCoordinator : public StepCoordinator {
     stats.max_clock_gap = std::max(stats.max_clock_gap, max_gap_);
   }
   // Checkpoints are taken at epoch ends only (the workers' steps differ).
+  void stop_run() override { stop_requested_ = true; }
   void save_state(StateWriter& out) const override;
   void load_state(StateReader& in) override;
 
@@ -47,7 +48,8 @@ class BoundedStalenessCoordinator : public StepCoordinator {
   std::vector<uint64_t> clock_;  // pushes this epoch (after the warm-up), per worker
   std::vector<bool> live_, stopped_;
   TimeBudget budget_;
-  bool over_ = false;  // the time is up: no more tickets in this run
+  bool over_ = false;  // the time is up, or a worker diverged: no more tickets in this run
+  bool stop_requested_ = false;  // a worker diverged
   bool all_stopped() const;
 };
 

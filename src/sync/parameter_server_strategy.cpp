@@ -169,11 +169,9 @@ float ParameterServerWorker::step(const Batch& batch, const StepInfo& info) {
   else
     client_.pull(model_.params(), min_version_, 0);
   const float loss = model_.forward_backward(batch);
-  // A diverged worker must not spoil the shared parameters for the others.
-  if (!std::isfinite(loss))
-    throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower learning rate); its gradient "
-                            "was not pushed",
-                            client_.worker(), loss, info.step + 1));
+  // A diverged worker must not spoil the shared parameters for the others: it
+  // pushes nothing, and the trainer calls diverged().
+  if (!std::isfinite(loss)) return loss;
   // ps-backup: only the first W - b gradients for a version are sent at all.
   if (group_.mode_.backup > 0 && !client_.claim(client_.pulled_version(0))) {
     holding_ticket_ = false;
@@ -185,6 +183,14 @@ float ParameterServerWorker::step(const Batch& batch, const StepInfo& info) {
 }
 
 void ParameterServerWorker::sync_for_evaluation() { client_.pull(model_.params(), 0, epoch_received_); }
+
+bool ParameterServerWorker::diverged() {
+  if (group_.mode_.workers_may_leave) return leave();
+  // Its ticket (ssp) will never be pushed; ps-backup counts claims, not tickets.
+  client_.stop_run(holding_ticket_ && !group_.mode_.aggregated);
+  holding_ticket_ = false;
+  return false;
+}
 
 bool ParameterServerWorker::leave() {
   if (!group_.mode_.workers_may_leave) return false;

@@ -42,6 +42,7 @@ class ParameterServerWorker : public WorkerStrategy {
   void sync_for_evaluation() override;
   CodecStats codec_stats() const override { return client_.codec_stats(); }
   bool leave() override;
+  bool diverged() override;
   bool run_over() const override { return run_over_; }
   void finish() override;
   std::vector<ServerStats> server_stats() const override { return stats_; }

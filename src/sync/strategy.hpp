@@ -36,6 +36,17 @@ class WorkerStrategy {
   // This worker failed: true when the run goes on without it (async), after
   // telling whoever waits for it; false when the failure ends the run.
   virtual bool leave() { return false; }
+  // Lockstep strategies, after every step: whether any worker diverged at the
+  // step every worker just took, and the first one's reason ("": none), the
+  // same on every worker. `mine`: this worker's reason. By default every
+  // worker is asked (an all-reduce of one value on `comm`).
+  virtual std::string agree_on_divergence(Communicator& comm, const std::string& mine);
+  // This worker's training diverged at its last step (a non-finite loss; it
+  // pushed nothing). Lockstep strategies need nothing: the trainer stops every
+  // worker at that step. The others end the epoch early for everyone (ssp,
+  // ps-backup) and return false, or let the worker leave while the others go
+  // on (async) and return true.
+  virtual bool diverged() { return false; }
   // True once the strategy has ended the run early (--time-limit): the epoch
   // just ended was the last. The same on every worker.
   virtual bool run_over() const { return false; }
@@ -76,6 +87,9 @@ struct StrategyConfig {
 };
 
 // State shared by all the workers of one run, and the factory of their sides.
+// "worker 2: the loss became nan at step 140 (diverged; ...)": `step` is 1-based.
+std::string diverged_loss(int worker, float loss, uint64_t step);
+
 class StrategyGroup {
  public:
   virtual ~StrategyGroup() = default;

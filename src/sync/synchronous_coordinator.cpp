@@ -36,7 +36,7 @@ std::optional<PsDecision> SynchronousCoordinator::begin(int worker) {
   budget_.epoch_begins();
   // Decided before anyone hears this epoch end, so that every worker hears the same.
   const bool none_stopped = std::none_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; });
-  if (!over_ && none_stopped && budget_.spent()) {
+  if (!over_ && none_stopped && (budget_.spent() || stop_requested_)) {
     // Cut the epoch where every worker can still agree: after the steps some
     // worker has begun (ps-sync), or after the open version (ps-backup).
     over_ = true;

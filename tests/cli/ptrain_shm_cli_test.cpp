@@ -1,5 +1,6 @@
 // `ptrain shm` and `ptrain sweep` as a user meets them: errors, a real run on
 // Fashion-MNIST with its report, a diverged run, and a small sweep's CSV.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -97,8 +98,11 @@ TEST(PtrainShmCli, ADivergedRunStopsCleanlyAndSaysSo) {
       "--report " + dir.file("r.json"));
   EXPECT_EQ(o.exit_code, 3) << o.err << o.out;
   EXPECT_NE(o.out.find("stopped by   diverged"), std::string::npos) << o.out;
-  EXPECT_EQ(o.err, "");
-  EXPECT_TRUE(read_json(dir.file("r.json"))["shared_memory"]["diverged"].get<bool>());
+  EXPECT_TRUE(o.err.starts_with("ptrain: error: training diverged: thread ")) << o.err;  // one line
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  const auto report = read_json(dir.file("r.json"));
+  EXPECT_TRUE(report["shared_memory"]["diverged"].get<bool>());
+  EXPECT_EQ(report["outcome"]["status"], "diverged");
 }
 
 TEST(PtrainShmCli, SweepWritesOneRowPerRun) {
