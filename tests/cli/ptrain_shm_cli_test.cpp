@@ -195,8 +195,11 @@ TEST(PtrainShmCli, AKilledSweepOrATornLastLineResumesToTheRowsOfOneNeverStopped)
   int status = 0;
   bool ended = false;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-  while (!ended && (!std::filesystem::exists(killed) || read_lines(killed).size() < 2) &&
-         std::chrono::steady_clock::now() < give_up) {
+  auto whole_lines = [&] {
+    const std::string text = std::filesystem::exists(killed) ? text_of(killed) : "";
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  };
+  while (!ended && whole_lines() < 2 && std::chrono::steady_clock::now() < give_up) {
     ended = ::waitpid(pid, &status, WNOHANG) == pid;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -205,11 +208,11 @@ TEST(PtrainShmCli, AKilledSweepOrATornLastLineResumesToTheRowsOfOneNeverStopped)
     ::waitpid(pid, &status, 0);
   }
   ASSERT_TRUE(WIFSIGNALED(status)) << "the sweep ended before it was killed: " << text_of(outputs.file("out"));
-  const size_t kept = read_lines(killed).size() - 1;
+  // Whole rows (a kill inside a write may leave a torn last one, which resuming drops), and no
+  // temporary file beside them.
+  const size_t kept = whole_lines() - 1;
   ASSERT_GE(kept, 1u);
   ASSERT_LT(kept, 4u);
-  // Whole rows only, and no temporary file beside them.
-  EXPECT_EQ(text_of(killed).back(), '\n');
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()), 2);
 
   const Outcome resumed = run_ptrain(kResumeSweep + killed);
