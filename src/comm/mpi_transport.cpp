@@ -69,6 +69,12 @@ MpiTransport choose_mpi_transport(const EnvLookup& env) {
   } else {
     t.description = "several hosts: TCP over every interface (no btl_tcp_if_include given)";
   }
+  if (one_host && !interfaces.empty() && btl.empty())
+    t.warning = fmt::format(
+        "{} does not keep MPI's TCP transport off the network (it listens on every address whatever the "
+        "interfaces named); on one host give mpirun --mca btl self,vader, or set none of btl, pml and "
+        "btl_tcp_if_* and ptrain does (README: Security)",
+        interfaces);
   if (!one_host && interfaces.empty() && uses_tcp(btl))
     t.warning =
         "ranks on several hosts and no interface named: MPI's TCP transport may carry the job over any "
