@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -243,6 +244,7 @@ TEST(PtrainShmCli, ASweepRefusesTheCsvOfAnotherGridALinkAndADamagedLine) {
   const std::string written = text_of(csv);
   std::filesystem::create_symlink(csv, dir.file("link.csv"));
   std::ofstream(dir.file("damaged.csv")) << read_lines(csv)[0] << "\nseq,1,16\n";
+  ASSERT_EQ(::mkfifo(dir.file("fifo.csv").c_str(), 0600), 0);
   test::expect_one_line_errors({
       {"sweep --strategies seq --batch 32 --lr 0.05 --repetitions 1 --model softmax --csv " + csv,
        "--csv " + csv + ": line 2: seq, 1 thread(s), batch 16, lr 0.05, repetition 0 is not a run of this sweep's grid"},
@@ -251,7 +253,7 @@ TEST(PtrainShmCli, ASweepRefusesTheCsvOfAnotherGridALinkAndADamagedLine) {
        "--csv " + csv + ": line 2: seq, 1 thread(s), batch 16, lr 0.05, repetition 0 ran with another plan"},
       {grid + dir.file("link.csv"), "--csv " + dir.file("link.csv") + ": is a symbolic link; not written"},
       {grid + dir.file("damaged.csv"), "--csv " + dir.file("damaged.csv") + ": line 2 is damaged: 3 fields"},
-      {grid + "/dev/null", "--csv /dev/null: is not a regular file"},
+      {grid + dir.file("fifo.csv"), "--csv " + dir.file("fifo.csv") + ": is not a regular file"},
   });
   EXPECT_EQ(text_of(csv), written);  // untouched
 }
