@@ -51,7 +51,11 @@ int main(int argc, char** argv) {
   const std::vector<std::string> command_line(argv, argv + argc);
   // Under mpirun every rank initialises MPI first; an error on one rank ends the job.
   std::unique_ptr<ptrain::MpiRuntime> mpi;
-  if (ptrain::launched_by_mpi()) mpi = std::make_unique<ptrain::MpiRuntime>(&argc, &argv);
+  if (ptrain::launched_by_mpi()) {
+    mpi = std::make_unique<ptrain::MpiRuntime>(&argc, &argv);
+    if (mpi->rank() == 0 && !mpi->transport().warning.empty())
+      fmt::print(stderr, "ptrain: warning: {}\n", mpi->transport().warning);
+  }
   CLI::App app{"ptrain: train neural networks with many workers (all-reduce, parameter servers, shared-memory async SGD)", "ptrain"};
   app.set_version_flag("--version", fmt::format("ptrain {} (commit {})", ptrain::build_info().version,
                                                 ptrain::build_info().commit));

@@ -10,6 +10,7 @@
 
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/message_tags.hpp"
+#include "comm/mpi_transport.hpp"
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 #include "core/half.hpp"
@@ -88,6 +89,8 @@ bool launched_by_mpi() {
 }
 
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+  // Before MPI_Init, which reads the transport settings from the environment.
+  transport_ = &apply_mpi_transport();
   int provided = 0;
   check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
   // Errors come back as codes, so they become ptrain::Error with a message.
@@ -95,6 +98,12 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
 }
 
 MpiRuntime::~MpiRuntime() { MPI_Finalize(); }
+
+int MpiRuntime::rank() const {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
 
 void MpiRuntime::abort_job(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);

@@ -86,6 +86,7 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
   report["command_line"] = context.command_line;
   report["plan"] = plan_to_json(plan);
   report["run"] = {{"backend", field_text(world.backend)},
+                   {"transport", world.transport},
                    {"workers", world.workers},
                    {"servers", world.servers},
                    {"model", r.model},
