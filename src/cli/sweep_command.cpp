@@ -73,7 +73,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
   cmd->add_option("--csv", o.csv_path, "The CSV file to write (written when the sweep ends)")
       ->required()
       ->group("Sweep");
-  o.flags = std::make_unique<PlanFlags>(*cmd, std::vector<std::string>{"--strategy", "--workers", "--batch", "--lr"});
+  o.flags = std::make_unique<PlanFlags>(
+      *cmd, std::vector<std::string>{"--strategy", "--workers", "--batch", "--lr", "--save"});
   return cmd;
 }
 

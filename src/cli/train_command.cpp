@@ -73,6 +73,8 @@ void print_summary(const RunPlan& plan, const RunResult& result) {
   }
   if (!result.servers.empty()) print_server_summary(result);
   for (const auto& why : result.left) fmt::print("  left         {}\n", why);
+  if (!plan.run.save_model.empty())
+    fmt::print("  saved        {} (ptrain eval --model {})\n", plan.run.save_model, plan.run.save_model);
 }
 
 }  // namespace

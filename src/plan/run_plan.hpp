@@ -46,6 +46,7 @@ struct RunControls {
   std::string checkpoint_dir;  // write checkpoints here ("": none)
   Cadence checkpoint_every;    // steps ("100") or seconds ("30s"); 0: at the end of every epoch
   int checkpoint_keep = 3;     // the newest this many are kept
+  std::string save_model;      // write the trained model here, a TorchScript module ("": not saved)
   template <class Self, class Visit>
   static void fields(Self& s, Visit&& visit) {
     visit("backend", s.backend, "auto, local (threads) or mpi (ranks under mpirun)", Range{});
@@ -72,6 +73,10 @@ struct RunControls {
     visit("checkpoint_every", s.checkpoint_every,
           "a checkpoint every N steps, or every N seconds with Ns (0: at the end of every epoch)", Range{});
     visit("checkpoint_keep", s.checkpoint_keep, "keep the newest this many checkpoints", Range::between(1, 1000000));
+    visit("save_model", s.save_model,
+          "write the trained model to this file, a TorchScript module with the input preprocessing built in "
+          "(Python's torch.jit.load runs it; ptrain eval evaluates it)",
+          Range{});
   }
 };
 

@@ -38,9 +38,9 @@ RunPlan checkpoint_plan(const FoundCheckpoint& found) {
 void check_resume(const RunPlan& saved, const RunPlan& now, Problems& problems) {
   // What the state does not depend on.
   static const std::set<std::string> free_fields = {
-      "run.epochs",         "run.max_steps",          "run.time_limit",     "run.log_every",
-      "run.comm_timeout",   "run.threads_per_worker", "run.pin",            "run.backend",
-      "run.checkpoint_dir", "run.checkpoint_every",   "run.checkpoint_keep"};
+      "run.epochs",         "run.max_steps",        "run.time_limit",      "run.log_every",
+      "run.comm_timeout",   "run.threads_per_worker", "run.pin",           "run.backend",
+      "run.checkpoint_dir", "run.checkpoint_every", "run.checkpoint_keep", "run.save_model"};
   const nlohmann::json a = plan_to_json(saved), b = plan_to_json(now);
   for (const auto& [section, fields] : a.items()) {
     if (!b.contains(section)) continue;

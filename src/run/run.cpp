@@ -6,13 +6,16 @@
 #include "model/model_registry.hpp"
 #include "plan/plan_json.hpp"
 #include "run/resume.hpp"
+#include "run/save_model.hpp"
 #include "run/shared_memory_run.hpp"
 
 namespace ptrain {
 
 namespace {
 
-LoadedData load_data(const RunPlan& plan, const RunInputs& inputs) {
+// The data as the models see it, and the standardisation applied to it (none: as loaded).
+LoadedData load_data(const RunPlan& plan, const RunInputs& inputs,
+                     std::optional<Standardization>& standardization) {
   LoadedData data = inputs.data ? *inputs.data : std::visit([](const auto& d) { return d.load(); }, plan.data);
   if (data.train.sample_shape() != data.test.sample_shape() || data.train.num_classes() != data.test.num_classes() ||
       data.train.label_shape() != data.test.label_shape())
@@ -23,6 +26,7 @@ LoadedData load_data(const RunPlan& plan, const RunInputs& inputs) {
     const auto s = fit_standardization(data.train);
     apply_standardization(data.train, s);
     apply_standardization(data.test, s);
+    standardization = s;
   }
   return data;
 }
@@ -78,10 +82,12 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
       check_resume(checkpoint_plan(*resume), plan, problems);
     }
   }
+  check_save_model(plan, static_cast<bool>(inputs.model), world.reports(), problems);
   problems.throw_if_any();
   set_compute_threads(plan.run.threads_per_worker);
 
-  const LoadedData data = load_data(plan, inputs);
+  std::optional<Standardization> standardization;
+  const LoadedData data = load_data(plan, inputs, standardization);
   const ModelInput input{data.train.sample_shape(), data.train.num_classes(), data.train.label_shape(), plan.run.seed};
   const ModelFactory factory = [&]() -> std::unique_ptr<Model> {
     return inputs.model ? inputs.model(input) : make_model(plan.model, input);
@@ -119,6 +125,11 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
   result.task = data.train.task();
   result.train_samples = start.train_samples;
   result.test_samples = start.test_samples;
+  result.model_input = input;
+  result.standardization = standardization;
+  result.caller_model = static_cast<bool>(inputs.model);
+  // The reporting process holds the final parameters (under mpirun, rank 0).
+  if (!plan.run.save_model.empty() && world.reports()) save_model(plan.run.save_model, plan, result);
   return result;
 }
 
