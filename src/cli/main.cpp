@@ -6,6 +6,7 @@
 
 #include "cli/bench_allreduce_command.hpp"
 #include "cli/bench_compress_command.hpp"
+#include "cli/eval_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/sweep_command.hpp"
 #include "cli/train_command.hpp"
@@ -23,7 +24,8 @@ bool single_process_command(int argc, char** argv) {
   if (argc < 2) return false;
   const std::string first = argv[1];
   const std::string second = argc > 2 ? argv[2] : "";
-  return first == "shm" || first == "sweep" || first == "simulate" || (first == "bench" && second == "compress");
+  return first == "shm" || first == "sweep" || first == "simulate" || first == "eval" ||
+         (first == "bench" && second == "compress");
 }
 
 // "did you mean --workers?" for an unknown option or subcommand.
@@ -64,6 +66,8 @@ int main(int argc, char** argv) {
   auto* train = ptrain::add_train_command(app, train_command);
   ptrain::TrainCommand shm_command;
   auto* shm = ptrain::add_shm_command(app, shm_command);
+  ptrain::EvalCommand eval_command;
+  auto* eval = ptrain::add_eval_command(app, eval_command);
   ptrain::SweepOptions sweep_options;
   auto* sweep = ptrain::add_sweep_command(app, sweep_options);
   ptrain::SimulateOptions simulate_options;
@@ -98,6 +102,7 @@ int main(int argc, char** argv) {
     if (shm->parsed()) return ptrain::run_train_command(shm_command, command_line);
     if (sweep->parsed()) return ptrain::run_sweep_command(sweep_options);
     if (simulate->parsed()) return ptrain::run_simulate_command(simulate_options);
+    if (eval->parsed()) return ptrain::run_eval_command(eval_command, command_line);
     if (bench_allreduce->parsed()) return ptrain::run_bench_allreduce_command(bench_allreduce_options);
     if (bench_compress->parsed()) return ptrain::run_bench_compress_command(bench_compress_options);
   } catch (const ptrain::InterruptedError& e) {

@@ -78,6 +78,8 @@ void print_summary(const RunPlan& plan, const RunResult& result) {
     fmt::print("  {:<12} from {} with learning rate {:.6g}, after: {}\n", r.kind, r.from.empty() ? "the start" : r.from,
                r.lr, r.why);
   if (result.diverged) fmt::print("  diverged     {}\n", result.diverged_why);
+  if (!plan.run.save_model.empty())
+    fmt::print("  saved        {} (ptrain eval --model {})\n", plan.run.save_model, plan.run.save_model);
 }
 
 }  // namespace

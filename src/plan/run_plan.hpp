@@ -59,6 +59,7 @@ struct RunControls {
   double rollback_lr_scale = 0.5;  // each rollback multiplies the learning rate by this
   int max_rollbacks = 3;           // then a divergence stops the run
   int max_restarts = 0;            // threads: restarts from the last checkpoint after a worker failed
+  std::string save_model;      // write the trained model here, a TorchScript module ("": not saved)
   template <class Self, class Visit>
   static void fields(Self& s, Visit&& visit) {
     visit("backend", s.backend, "auto, local (threads) or mpi (ranks under mpirun)", Range{});
@@ -97,6 +98,10 @@ struct RunControls {
           "restart from the last checkpoint, in the same process, after a worker failed, at most this many times "
           "(threads only; under mpirun restart the job with --resume)",
           Range::between(0, 1000));
+    visit("save_model", s.save_model,
+          "write the trained model to this file, a TorchScript module with the input preprocessing built in "
+          "(Python's torch.jit.load runs it; ptrain eval evaluates it)",
+          Range{});
   }
 };
 

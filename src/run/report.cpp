@@ -43,6 +43,15 @@ std::string utc_now() {
   return text;
 }
 
+nlohmann::json ptrain_json() { return {{"version", build_info().version}, {"commit", build_info().commit}}; }
+
+nlohmann::json host_json() {
+  return {{"name", host_name()},
+          {"cpu", cpu_model()},
+          {"cores", std::thread::hardware_concurrency()},
+          {"blas", detect_blas().library}};
+}
+
 namespace {
 
 nlohmann::json shared_memory_json(const AsyncSgdResult& r) {
@@ -77,11 +86,8 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
                            const ReportContext& context) {
   nlohmann::json report;
   report["schema_version"] = kReportSchemaVersion;
-  report["ptrain"] = {{"version", build_info().version}, {"commit", build_info().commit}};
-  report["host"] = {{"name", host_name()},
-                    {"cpu", cpu_model()},
-                    {"cores", std::thread::hardware_concurrency()},
-                    {"blas", detect_blas().library}};
+  report["ptrain"] = ptrain_json();
+  report["host"] = host_json();
   report["started_at"] = context.started_at;
   report["command_line"] = context.command_line;
   report["plan"] = plan_to_json(plan);

@@ -9,13 +9,16 @@
 #include "model/model_registry.hpp"
 #include "plan/plan_json.hpp"
 #include "run/resume.hpp"
+#include "run/save_model.hpp"
 #include "run/shared_memory_run.hpp"
 
 namespace ptrain {
 
 namespace {
 
-LoadedData load_data(const RunPlan& plan, const RunInputs& inputs) {
+// The data as the models see it, and the standardisation applied to it (none: as loaded).
+LoadedData load_data(const RunPlan& plan, const RunInputs& inputs,
+                     std::optional<Standardization>& standardization) {
   LoadedData data = inputs.data ? *inputs.data : std::visit([](const auto& d) { return d.load(); }, plan.data);
   if (data.train.sample_shape() != data.test.sample_shape() || data.train.num_classes() != data.test.num_classes() ||
       data.train.label_shape() != data.test.label_shape())
@@ -26,6 +29,7 @@ LoadedData load_data(const RunPlan& plan, const RunInputs& inputs) {
     const auto s = fit_standardization(data.train);
     apply_standardization(data.train, s);
     apply_standardization(data.test, s);
+    standardization = s;
   }
   return data;
 }
@@ -83,10 +87,12 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
       check_resume(checkpoint_plan(*resume), plan, problems);
     }
   }
+  check_save_model(plan, static_cast<bool>(inputs.model), world.reports(), problems);
   problems.throw_if_any();
   set_compute_threads(plan.run.threads_per_worker);
 
-  const LoadedData data = load_data(plan, inputs);
+  std::optional<Standardization> standardization;
+  const LoadedData data = load_data(plan, inputs, standardization);
   const ModelInput input{data.train.sample_shape(), data.train.num_classes(), data.train.label_shape(), plan.run.seed};
   const ModelFactory factory = [&]() -> std::unique_ptr<Model> {
     return inputs.model ? inputs.model(input) : make_model(plan.model, input);
@@ -124,6 +130,9 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   result.task = data.train.task();
   result.train_samples = start.train_samples;
   result.test_samples = start.test_samples;
+  result.model_input = input;
+  result.standardization = standardization;
+  result.caller_model = static_cast<bool>(inputs.model);
   return result;
 }
 
@@ -193,6 +202,11 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
       continue;
     }
     result.recoveries = std::move(recoveries);
+    // The model of the attempt that ended the run, on the reporting process
+    // (under mpirun, rank 0, which holds the final parameters); a diverged
+    // model is not worth keeping.
+    if (!given.run.save_model.empty() && world.reports() && !result.diverged)
+      save_model(given.run.save_model, resolved_plan(plan, world), result);
     return result;
   }
 }

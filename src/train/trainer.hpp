@@ -12,6 +12,8 @@
 #include "core/dataset.hpp"
 #include "core/fields.hpp"
 #include "core/model.hpp"
+#include "data/fashion_mnist.hpp"
+#include "model/model_input.hpp"
 #include "shm/async_sgd.hpp"
 #include "sync/strategy.hpp"
 #include "train/checkpoint_store.hpp"
@@ -107,6 +109,12 @@ struct RunResult {
   Task task = Task::Classification;
   size_t parameters = 0;
   size_t train_samples = 0, test_samples = 0;
+  // What the model was built for, how its inputs were transformed, and whether
+  // the caller's factory (RunInputs::model) built it: what saving the trained
+  // model needs besides final_params (run/save_model.hpp).
+  ModelInput model_input;
+  std::optional<Standardization> standardization;  // none: features as loaded
+  bool caller_model = false;
 };
 
 struct Progress {
