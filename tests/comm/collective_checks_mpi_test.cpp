@@ -12,6 +12,7 @@
 
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/mpi_communicator.hpp"
+#include "mpi_test_support.hpp"
 
 namespace ptrain {
 
@@ -67,7 +68,7 @@ constexpr auto kShortTimeout = std::chrono::milliseconds(500);
 class MpiCollectiveChecks : public ::testing::TestWithParam<AllreduceAlgorithm> {};
 
 TEST_P(MpiCollectiveChecks, RankThatSkipsIsNamedByEveryOther) {
-  MpiCommunicator comm(kShortTimeout);
+  MpiCommunicator comm = communicator_when_all_arrived(kShortTimeout);
   if (comm.size() == 1) GTEST_SKIP() << "needs two ranks";
   const int last = comm.size() - 1;
   const std::string name = collective_name(GetParam());
@@ -143,7 +144,7 @@ TEST(MpiCollectiveErrors, DifferentAlgorithmsAreNamed) {
 }
 
 TEST(MpiCollectiveErrors, SkippedBarrierNamesTheMissingRank) {
-  MpiCommunicator comm(kShortTimeout);
+  MpiCommunicator comm = communicator_when_all_arrived(kShortTimeout);
   if (comm.size() == 1) GTEST_SKIP() << "needs two ranks";
   const int last = comm.size() - 1;
   std::string error;
