@@ -162,7 +162,7 @@ RunPlan read_plan_file(const std::string& path) {
   json j;
   try {
     j = json::parse(text.str(), nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number no double holds (1e999)
     throw Error("plan file " + path + ": not valid JSON (" + std::string(e.what()) + ")");
   }
   // A run report holds its plan under "plan".

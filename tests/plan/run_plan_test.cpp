@@ -134,5 +134,25 @@ TEST(PlanJson, AFileOrAReportIsReadWithItsPathInTheError) {
             std::string::npos);
 }
 
+// Found by fuzz/plan_file_fuzz: a number past a double's range escaped as
+// nlohmann's out_of_range, which the CLI printed as an internal error
+// without the file; names and values with a newline split the one-line error.
+TEST(PlanJson, EveryBadFileIsOneErrorOfOneLineNamingTheFile) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("p.json");
+  std::ofstream(path) << R"({"optimizer": {"name": "sgd", "lr": 1e999}})";
+  EXPECT_EQ(test::error_message([&] { read_plan_file(path); }),
+            "plan file " + path +
+                ": not valid JSON ([json.exception.out_of_range.406] number overflow parsing '1e999')");
+  std::ofstream(path) << R"({"stra\ntegy": {}, "model": {"name": "m\nlp"}, "run": {"backend": "lo\ncal"}})";
+  EXPECT_EQ(
+      test::error_message([&] { read_plan_file(path); }),
+      "plan file " + path +
+          ": model.name: unknown model 'm\\x0alp' (did you mean mlp? choose mlp, cnn, softmax or "
+          "torchscript); "
+          "run.backend: expected one of auto, local, mpi, got 'lo\\x0acal'; stra\\x0ategy is not a section "
+          "of a plan (did you mean strategy?)");
+}
+
 }  // namespace
 }  // namespace ptrain
