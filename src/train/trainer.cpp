@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -11,9 +12,9 @@
 #include "comm/local_group.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/state_stream.hpp"
 #include "core/stopwatch.hpp"
 #include "core/thread_affinity.hpp"
-#include "core/state_stream.hpp"
 #include "data/sharded_sampler.hpp"
 #include "train/checkpoint_writer.hpp"
 #include "train/straggler_model.hpp"
@@ -110,6 +111,13 @@ void load_result(StateReader& in, RunResult& r) {
   r.samples = in.take_value<uint64_t>("result.samples");
 }
 
+// A worker's step as allgatherv hands it to the others.
+uint64_t step_in(const std::vector<std::byte>& bytes) {
+  uint64_t step = 0;
+  std::memcpy(&step, bytes.data(), std::min(bytes.size(), sizeof step));
+  return step;
+}
+
 // When the workers write checkpoints: every worker asks at the same steps and
 // hears the same answer (for a cadence in seconds, worker 0's clock decides).
 class CheckpointClock {
@@ -176,6 +184,22 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     epoch_seconds_before = in.take_value<double>("epoch.seconds");
     if (rank == 0) load_result(in, result);
     in.expect_end();
+    // The trainer writes a part after `step` steps, `losses` of them into its
+    // epoch, on every worker at the same step. A part that says otherwise
+    // would leave the workers waiting on each other until the timeout.
+    if (step != first_epoch * shape.steps_per_epoch + losses.size())
+      throw Error(fmt::format(
+          "checkpoint {}: worker {}'s part is at step {}, which is not {} steps into epoch {} of "
+          "{} steps each",
+          config.resume->manifest, rank, step, losses.size(), first_epoch + 1, shape.steps_per_epoch));
+    const uint64_t mine = step;
+    const auto steps = comm.allgatherv(std::as_bytes(std::span(&mine, 1)));
+    for (size_t r = 0; r < steps.size(); ++r)
+      if (steps[r] != steps[0])
+        throw Error(
+            fmt::format("checkpoint {}: the workers' parts are at different steps (worker 0's at {}, "
+                        "worker {}'s at {})",
+                        config.resume->manifest, step_in(steps[0]), r, step_in(steps[r])));
     if (rank == 0) result.resumed_from = config.resume->manifest, result.resumed_at_step = step;  // worker 0 fills the result
     cursor.seek(step);
   }
