@@ -116,8 +116,8 @@ void AdamOptimizer::save_state(StateWriter& out) const {
 
 void AdamOptimizer::load_state(StateReader& in) {
   check_state_kind(in, "adam");
-  steps_taken_ = in.take_value<int64_t>("optimizer.steps");
-  lr_ = in.take_value<float>("optimizer.lr");
+  steps_taken_ = take_step_count(in);
+  lr_ = take_lr(in);
   in.take("optimizer.m", std::span<float>(first_moment_));
   in.take("optimizer.v", std::span<float>(second_moment_));
 }

@@ -113,8 +113,8 @@ void SgdOptimizer::save_state(StateWriter& out) const {
 
 void SgdOptimizer::load_state(StateReader& in) {
   check_state_kind(in, name());
-  steps_taken_ = in.take_value<int64_t>("optimizer.steps");
-  lr_ = in.take_value<float>("optimizer.lr");
+  steps_taken_ = take_step_count(in);
+  lr_ = take_lr(in);
   in.take("optimizer.velocity", std::span<float>(velocity_));
 }
 
