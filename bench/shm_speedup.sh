@@ -21,6 +21,7 @@ strategies=${STRATEGIES:-seq,mutex,rwlock,hogwild,leashed}
 loss_sample=${LOSS_SAMPLE:-10000}
 epochs=${EPOCHS:-5}
 csv="$build/bench-shm-speedup.csv"
+rm -f "$csv"  # a fresh measurement: ptrain sweep would resume from an old CSV of the same grid
 
 # shellcheck disable=SC2086
 "$build/ptrain" sweep --strategies "$strategies" --threads "$threads" --batch "$batch" --lr "$lrs" \
@@ -35,7 +36,7 @@ rows = list(csv.DictReader(open(path)))
 points = {}
 for r in rows:
     points.setdefault((r["strategy"], int(r["threads"]), r["lr"]), []).append(r)
-def median_time(runs):
+def median_time(runs):  # a crashed run never reached the target
     t = [float(r["seconds_to_target"]) if r["reached_target"] == "1" else float("inf") for r in runs]
     return statistics.median(t)
 best = {}
@@ -51,10 +52,14 @@ print("|---|---|---|---|---|---|---|---|---|")
 for (strategy, threads), (m, lr, runs) in sorted(best.items(), key=lambda kv: ["seq", "mutex", "rwlock", "hogwild", "leashed"].index(kv[0][0])):
     times = " ".join(f"{float(r['seconds_to_target']):.2f}" if r["reached_target"] == "1" else "-" for r in runs)
     ratio = f"{m / seq:.2f}x" if seq and m != float("inf") else ""
-    stale = statistics.mean(float(r["staleness_mean"]) for r in runs)
-    p99 = max(int(r["staleness_p99"]) for r in runs)
-    swaps = statistics.mean(float(r["failed_swaps_per_update"]) for r in runs)
-    locks = statistics.mean(float(r["contended_locks"]) for r in runs)
+    ran = [r for r in runs if r["crashed"] == "0"]  # a crashed run measured nothing
+    if not ran:
+        print(f"| {strategy} | {threads} | {lr} | every run crashed | | | | | |")
+        continue
+    stale = statistics.mean(float(r["staleness_mean"]) for r in ran)
+    p99 = max(int(r["staleness_p99"]) for r in ran)
+    swaps = statistics.mean(float(r["failed_swaps_per_update"]) for r in ran)
+    locks = statistics.mean(float(r["contended_locks"]) for r in ran)
     shown = f"{m:.2f}" if m != float("inf") else "not reached"
     print(f"| {strategy} | {threads} | {lr} | {shown} | {ratio} | {times} | {stale:.2f} / {p99} | {swaps:.3f} | {locks:.0f} |")
 print()

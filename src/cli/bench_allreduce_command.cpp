@@ -212,6 +212,8 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   if (speaker) {
     fmt::print("all-reduce, backend {}, {} ranks, {} iterations per size (time: mean of the slowest rank)\n",
                o.backend, o.ranks, o.iters);
+    if (const MpiTransport* transport = mpi ? mpi_transport_in_use() : nullptr)
+      fmt::print("transport: {}\n", transport->description);
   }
   {
     // Beyond the caches, whatever the sizes asked for.

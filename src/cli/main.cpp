@@ -6,11 +6,13 @@
 
 #include "cli/bench_allreduce_command.hpp"
 #include "cli/bench_compress_command.hpp"
+#include "cli/eval_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/sweep_command.hpp"
 #include "cli/train_command.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/run_failure.hpp"
 #include "core/registry.hpp"
 #include "run/build_info.hpp"
 
@@ -22,7 +24,8 @@ bool single_process_command(int argc, char** argv) {
   if (argc < 2) return false;
   const std::string first = argv[1];
   const std::string second = argc > 2 ? argv[2] : "";
-  return first == "shm" || first == "sweep" || first == "simulate" || (first == "bench" && second == "compress");
+  return first == "shm" || first == "sweep" || first == "simulate" || first == "eval" ||
+         (first == "bench" && second == "compress");
 }
 
 // "did you mean --workers?" for an unknown option or subcommand.
@@ -50,7 +53,11 @@ int main(int argc, char** argv) {
   const std::vector<std::string> command_line(argv, argv + argc);
   // Under mpirun every rank initialises MPI first; an error on one rank ends the job.
   std::unique_ptr<ptrain::MpiRuntime> mpi;
-  if (ptrain::launched_by_mpi()) mpi = std::make_unique<ptrain::MpiRuntime>(&argc, &argv);
+  if (ptrain::launched_by_mpi()) {
+    mpi = std::make_unique<ptrain::MpiRuntime>(&argc, &argv);
+    if (mpi->rank() == 0 && !mpi->transport().warning.empty())
+      fmt::print(stderr, "ptrain: warning: {}\n", mpi->transport().warning);
+  }
   CLI::App app{"ptrain: train neural networks with many workers (all-reduce, parameter servers, shared-memory async SGD)", "ptrain"};
   app.set_version_flag("--version", fmt::format("ptrain {} (commit {})", ptrain::build_info().version,
                                                 ptrain::build_info().commit));
@@ -59,6 +66,8 @@ int main(int argc, char** argv) {
   auto* train = ptrain::add_train_command(app, train_command);
   ptrain::TrainCommand shm_command;
   auto* shm = ptrain::add_shm_command(app, shm_command);
+  ptrain::EvalCommand eval_command;
+  auto* eval = ptrain::add_eval_command(app, eval_command);
   ptrain::SweepOptions sweep_options;
   auto* sweep = ptrain::add_sweep_command(app, sweep_options);
   ptrain::SimulateOptions simulate_options;
@@ -93,16 +102,23 @@ int main(int argc, char** argv) {
     if (shm->parsed()) return ptrain::run_train_command(shm_command, command_line);
     if (sweep->parsed()) return ptrain::run_sweep_command(sweep_options);
     if (simulate->parsed()) return ptrain::run_simulate_command(simulate_options);
+    if (eval->parsed()) return ptrain::run_eval_command(eval_command, command_line);
     if (bench_allreduce->parsed()) return ptrain::run_bench_allreduce_command(bench_allreduce_options);
     if (bench_compress->parsed()) return ptrain::run_bench_compress_command(bench_compress_options);
+  } catch (const ptrain::InterruptedError& e) {
+    // A lost worker, a timeout, a checkpoint that could not be written: a
+    // restart from the last checkpoint (--resume DIR) may finish the run.
+    fmt::print(stderr, "ptrain: error: {}\n", e.what());
+    if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitRetry);
+    return ptrain::kExitRetry;
   } catch (const ptrain::Error& e) {
     fmt::print(stderr, "ptrain: error: {}\n", e.what());
-    if (mpi) ptrain::MpiRuntime::abort_job(1);
-    return 1;
+    if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitInput);
+    return ptrain::kExitInput;
   } catch (const std::exception& e) {
     fmt::print(stderr, "ptrain: internal error: {}\n", e.what());
-    if (mpi) ptrain::MpiRuntime::abort_job(1);
-    return 1;
+    if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitInternal);
+    return ptrain::kExitInternal;
   }
-  return 0;
+  return ptrain::kExitOk;
 }

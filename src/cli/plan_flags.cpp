@@ -19,6 +19,7 @@ std::string dashed(std::string_view field) {
 // The flag of `field` of the kind `kind` in plan section `section`.
 std::string flag_for(std::string_view section, std::string_view kind, std::string_view field) {
   if (section == "data" && field == "dir") return "--data";
+  if (section == "run" && field == "save_model") return "--save";
   if (section == "run" && field.starts_with("straggler_")) return "--straggler";
   if (section == "codec") return "--" + std::string(kind) + "-" + dashed(field);
   return "--" + dashed(field);
@@ -182,10 +183,21 @@ void set_choice_field(typename Registry::Choice& choice, const char* section, co
 
 }  // namespace
 
-PlanFlags::PlanFlags(CLI::App& cmd, const std::vector<std::string>& except) {
-  auto excepted = [&](const std::string& flag) { return std::find(except.begin(), except.end(), flag) != except.end(); };
+PlanFlags::PlanFlags(CLI::App& cmd, const std::vector<std::string>& except)
+    : PlanFlags(cmd, [&](const std::string& flag, const std::string&, bool) {
+        return std::find(except.begin(), except.end(), flag) == except.end();
+      }) {}
+
+std::unique_ptr<PlanFlags> PlanFlags::test_data(CLI::App& cmd) {
+  return std::unique_ptr<PlanFlags>(
+      new PlanFlags(cmd, [](const std::string& flag, const std::string& section, bool kind_field) {
+        return section == "data" && (flag == "--data-set" || (kind_field && !flag.starts_with("--train-")));
+      }));
+}
+
+PlanFlags::PlanFlags(CLI::App& cmd, const Keep& keep) {
   for (const auto& [flag, section] : kNameFlags) {
-    if (excepted(flag)) continue;
+    if (!keep(flag, section, false)) continue;
     std::string help;
     const std::string s = section;
     if (s == "model")
@@ -211,7 +223,7 @@ PlanFlags::PlanFlags(CLI::App& cmd, const std::vector<std::string>& except) {
   }
   for (const auto& [flag, info] : all_flags()) {
     const std::string name = flag;
-    if (excepted(name)) continue;
+    if (!keep(name, info.section, info.kinds_in_section > 0)) continue;
     if (info.is_bool) {
       const std::string negated = "--no-" + name.substr(2);
       cmd.add_flag_function(name, [this, name](std::int64_t) { given_.emplace_back(name, "true"); },
@@ -228,6 +240,7 @@ PlanFlags::PlanFlags(CLI::App& cmd, const std::vector<std::string>& except) {
     }
     names_.push_back(name);
   }
+  if (!keep("--straggler", "run", false)) return;
   cmd.add_option_function<std::string>(
          "--straggler", [this](const std::string& text) { given_.emplace_back("--straggler", text); },
          "RANK:FACTOR makes worker RANK compute FACTOR times slower (for experiments) [default: none]")

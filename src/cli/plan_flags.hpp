@@ -7,6 +7,8 @@
 // kinds that have it. --help is generated from the registries, with each
 // field's true default.
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +24,11 @@ class PlanFlags {
   // `except`: flags the command defines its own way (ptrain sweep's lists).
   explicit PlanFlags(CLI::App& cmd, const std::vector<std::string>& except = {});
 
+  // Only the flags that choose a data set and name its test set (ptrain
+  // eval): --data-set and the data sets' own fields but those of the training
+  // set (train_*); apply() then sets plan.data.
+  static std::unique_ptr<PlanFlags> test_data(CLI::App& cmd);
+
   // The plan: `base` (the defaults or a --config file) with the flags given on
   // the command line applied in order. Problems name the flags. With
   // `other_strategies_fields`, a strategy field the plan's strategy lacks is
@@ -35,6 +42,10 @@ class PlanFlags {
   const std::vector<std::string>& names() const { return names_; }
 
  private:
+  // The flags `keep` accepts, by (flag, section, whether it is a kind's own field).
+  using Keep = std::function<bool(const std::string& flag, const std::string& section, bool kind_field)>;
+  PlanFlags(CLI::App& cmd, const Keep& keep);
+
   std::vector<std::pair<std::string, std::string>> given_;  // (flag, text), in command-line order
   std::vector<std::string> names_;
 };

@@ -2,60 +2,16 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 
 #include "cli/train_command.hpp"
 #include "core/error.hpp"
 #include "run/run.hpp"
+#include "run/sweep.hpp"
 #include "train/run_report.hpp"
 
 namespace ptrain {
-
-namespace {
-
-struct GridPoint {
-  std::string strategy;
-  int threads;
-  size_t batch;
-  float lr;
-};
-
-const char* kCsvHeader =
-    "strategy,threads,batch,lr,repetition,seed,stopped_by,reached_target,seconds_to_target,final_train_loss,"
-    "test_accuracy,diverged,train_seconds,updates,gradients,updates_per_s,staleness_mean,staleness_p50,"
-    "staleness_p90,staleness_p99,staleness_max,failed_swaps,failed_swaps_per_update,dropped,contended_locks,"
-    "staleness_histogram\n";
-
-std::string csv_row(const GridPoint& p, int repetition, uint64_t seed, const RunResult& result) {
-  const AsyncSgdResult& r = *result.shared_memory;
-  const double applied = static_cast<double>(r.totals.applied);
-  std::string histogram;
-  for (size_t s = 0; s < r.staleness.bins.size(); ++s)
-    if (r.staleness.bins[s] > 0) histogram += fmt::format("{}{}:{}", histogram.empty() ? "" : ";", s, r.staleness.bins[s]);
-  return fmt::format("{},{},{},{},{},{},{},{},{},{:.6f},{:.4f},{},{:.4f},{},{},{:.1f},{:.4f},{},{},{},{},{},{:.4f},{},{},{}\n",
-                     p.strategy, p.threads, p.batch, p.lr, repetition, seed,
-                     r.stopped_by == "time limit" ? "time_limit" : r.stopped_by, r.seconds_to_target ? 1 : 0,
-                     r.seconds_to_target ? fmt::format("{:.4f}", *r.seconds_to_target) : "", r.final_loss,
-                     result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy, r.diverged ? 1 : 0,
-                     r.train_seconds, r.totals.applied, r.gradients,
-                     r.train_seconds > 0 ? applied / r.train_seconds : 0.0, r.staleness.mean(),
-                     r.staleness.quantile(0.5), r.staleness.quantile(0.9), r.staleness.quantile(0.99),
-                     r.staleness.max(), r.totals.failed_swaps,
-                     applied > 0 ? static_cast<double>(r.totals.failed_swaps) / applied : 0.0, r.totals.dropped,
-                     r.totals.contended_locks, histogram);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-
-}  // namespace
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
   auto* cmd = app.add_subcommand("sweep",
@@ -70,10 +26,17 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
   cmd->add_option("--lr", o.lrs, "Comma-separated step sizes")->delimiter(',')->group("Sweep");
   cmd->add_option("--repetitions", o.repetitions, "Runs of each point, with seeds seed, seed + 1, ...")
       ->group("Sweep");
-  cmd->add_option("--csv", o.csv_path, "The CSV file to write (written when the sweep ends)")
+  cmd->add_option("--csv", o.csv_path,
+                  "The CSV file: one row per run, appended and flushed to disk as the run ends; an existing one "
+                  "of the same sweep is resumed (its runs are skipped)")
       ->required()
       ->group("Sweep");
-  o.flags = std::make_unique<PlanFlags>(*cmd, std::vector<std::string>{"--strategy", "--workers", "--batch", "--lr"});
+  cmd->add_option("--summary-csv", o.summary_csv_path,
+                  "Also write one row per grid cell: runs, reached target, diverged, crashed, median time to "
+                  "the target (written when the sweep ends)")
+      ->group("Sweep");
+    o.flags = std::make_unique<PlanFlags>(
+      *cmd, std::vector<std::string>{"--strategy", "--workers", "--batch", "--lr", "--save"});
   return cmd;
 }
 
@@ -84,7 +47,7 @@ int run_sweep_command(SweepOptions& o) {
   for (int threads : o.threads)
     if (threads < 1) throw Error(fmt::format("--threads must be at least 1 (got {})", threads));
   // Every point's plan is built and checked before the first run, so a bad value fails at once.
-  std::vector<std::pair<GridPoint, RunPlan>> grid;
+  std::vector<SweepRun> grid;  // repetition 0 of each cell
   // The sweep's base plan: ptrain shm's, stopping at a training loss of 0.5 within 5 epochs.
   RunPlan defaults = shm_default_plan();
   defaults.run.epochs = 5;
@@ -117,56 +80,70 @@ int run_sweep_command(SweepOptions& o) {
             if (field == "optimizer.lr") return std::string("--lr");
             return PlanFlags::flag_of(field, plan);
           });
-          grid.push_back({{name, plan.run.workers, batch, lr}, plan});
+          grid.push_back({{name, plan.run.workers, batch, lr}, 0, plan});
         }
     }
   }
-  check_writable(o.csv_path, "--csv");
-  const RunPlan& first = grid.front().second;
+  if (!o.summary_csv_path.empty()) check_writable(o.summary_csv_path, "--summary-csv");
+  const RunPlan& first = grid.front().plan;
   const double target = std::visit(
       [](const auto& s) -> double {
         if constexpr (requires { s.target_loss; }) return s.target_loss;
         else return 0;
       },
       first.strategy);
-  const size_t runs = grid.size() * static_cast<size_t>(o.repetitions);
-  fmt::print("ptrain sweep: {} runs ({} grid points x {} repetitions), {} model, target loss {}, at most {} epoch(s)\n",
-             runs, grid.size(), o.repetitions, ModelRegistry::name_of(first.model), target, first.run.epochs);
-  std::string csv = kCsvHeader;
-  // Median time to the target per grid point (infinite when a repetition missed it).
-  std::map<std::tuple<std::string, int, size_t, float>, std::vector<double>> times;
-  size_t done = 0;
-  for (const auto& [p, base] : grid)
+  std::vector<SweepRun> runs;  // repetition r with seed + r
+  for (const SweepRun& cell : grid)
     for (int rep = 0; rep < o.repetitions; ++rep) {
-      RunPlan plan = base;
-      plan.run.seed = base.run.seed + static_cast<uint64_t>(rep);
-      World world = make_world(plan);
-      const RunResult result = run(plan, world);
-      const AsyncSgdResult& r = *result.shared_memory;
-      csv += csv_row(p, rep, plan.run.seed, result);
-      times[{p.strategy, p.threads, p.batch, p.lr}].push_back(
-          r.seconds_to_target ? *r.seconds_to_target : std::numeric_limits<double>::infinity());
-      fmt::print("  [{}/{}] {} threads {} batch {} lr {} rep {}: {}, loss {:.4f}{}, staleness mean {:.2f}\n", ++done,
-                 runs, p.strategy, p.threads, p.batch, p.lr, rep, r.stopped_by, r.final_loss,
-                 r.seconds_to_target ? fmt::format(", target in {:.2f} s", *r.seconds_to_target) : "",
-                 r.staleness.mean());
-      std::fflush(stdout);
+      SweepRun run = cell;
+      run.repetition = rep;
+      run.plan.run.seed = cell.plan.run.seed + static_cast<uint64_t>(rep);
+      runs.push_back(std::move(run));
     }
-  write_text_file(o.csv_path, csv, "--csv");
+  fmt::print("ptrain sweep: {} runs ({} grid points x {} repetitions), {} model, target loss {}, at most {} epoch(s)\n",
+             runs.size(), grid.size(), o.repetitions, ModelRegistry::name_of(first.model), target, first.run.epochs);
+  std::fflush(stdout);
+  SweepCallbacks callbacks;
+  callbacks.on_note = [](const std::string& note) {
+    fmt::print("  {}\n", note);
+    std::fflush(stdout);
+  };
+  callbacks.on_run_end = [](size_t done, size_t to_run, const SweepRow& r) {
+    const SweepCell& c = r.cell;
+    const std::string outcome =
+        r.crashed ? "crashed: " + r.error
+                  : fmt::format("{}, loss {:.4f}{}, staleness mean {:.2f}", r.stopped_by, r.final_loss.value_or(0),
+                                r.seconds_to_target ? fmt::format(", target in {:.2f} s", *r.seconds_to_target) : "",
+                                r.staleness_mean.value_or(0));
+    fmt::print("  [{}/{}] {} threads {} batch {} lr {} rep {}: {}\n", done, to_run, c.strategy, c.threads, c.batch,
+               c.lr, r.repetition, outcome);
+    std::fflush(stdout);
+  };
+  const SweepResult result = run_sweep(runs, o.csv_path, "--csv " + o.csv_path, callbacks);
+  const std::vector<SweepCellSummary> cells = summarize_sweep(result.rows);
+  if (!o.summary_csv_path.empty()) write_text_file(o.summary_csv_path, sweep_summary_csv(cells), "--summary-csv");
+
+  fmt::print("\nper grid point ({} repetition(s)): runs that reached loss {}, diverged, crashed; median time to it\n",
+             o.repetitions, target);
+  for (const auto& c : cells)
+    fmt::print("  {:<8} {} thread(s) batch {:<4} lr {:<6}: {} of {} reached, {} diverged, {} crashed{}\n",
+               c.cell.strategy, c.cell.threads, c.cell.batch, c.cell.lr, c.reached_target, c.runs, c.diverged,
+               c.crashed,
+               std::isfinite(c.median_seconds_to_target) ? fmt::format(", {:.2f} s", c.median_seconds_to_target)
+                                                         : "");
   fmt::print("\nbest batch and step size (median time to loss {} over {} repetition(s))\n", target, o.repetitions);
-  std::map<std::pair<std::string, int>, std::tuple<double, size_t, float>> best;
-  for (const auto& [key, t] : times) {
-    const auto& [strategy, threads, batch, lr] = key;
-    const double m = median(t);
-    auto it = best.find({strategy, threads});
-    if (it == best.end() || m < std::get<0>(it->second)) best[{strategy, threads}] = {m, batch, lr};
+  std::map<std::pair<std::string, int>, const SweepCellSummary*> best;
+  for (const auto& c : cells) {
+    const SweepCellSummary*& b = best[{c.cell.strategy, c.cell.threads}];
+    if (!b || c.median_seconds_to_target < b->median_seconds_to_target) b = &c;
   }
-  for (const auto& [key, b] : best) {
-    const auto [m, batch, lr] = b;
+  for (const auto& [key, b] : best)
     fmt::print("  {:<8} {} thread(s): {}\n", key.first, key.second,
-               std::isfinite(m) ? fmt::format("batch {}, lr {}: {:.2f} s", batch, lr, m) : "target not reached");
-  }
+               std::isfinite(b->median_seconds_to_target)
+                   ? fmt::format("batch {}, lr {}: {:.2f} s", b->cell.batch, b->cell.lr, b->median_seconds_to_target)
+                   : "target not reached");
   fmt::print("  csv          {}\n", o.csv_path);
+  if (!o.summary_csv_path.empty()) fmt::print("  summary csv  {}\n", o.summary_csv_path);
   return 0;
 }
 

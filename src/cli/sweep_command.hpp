@@ -1,7 +1,9 @@
 #pragma once
 // `ptrain sweep`: a grid of shared-memory runs (strategy x threads x batch x
 // step size x repetitions), each a run plan trained by run(), one CSV row per
-// run, and the best batch and step size for each strategy and thread count.
+// run appended as it ends (run/sweep.hpp: a killed sweep resumes), the
+// diverged and crashed runs per grid point, and the best batch and step size
+// for each strategy and thread count.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
@@ -18,6 +20,7 @@ struct SweepOptions {
   std::vector<float> lrs = {0.01f, 0.05f};
   int repetitions = 3;
   std::string csv_path;
+  std::string summary_csv_path;
   std::unique_ptr<PlanFlags> flags;  // every other field of the plan
 };
 

@@ -7,6 +7,7 @@
 
 #include "cli/progress_display.hpp"
 #include "core/error.hpp"
+#include "core/run_failure.hpp"
 #include "model/blas_check.hpp"
 #include "plan/plan_json.hpp"
 #include "run/report.hpp"
@@ -73,6 +74,12 @@ void print_summary(const RunPlan& plan, const RunResult& result) {
   }
   if (!result.servers.empty()) print_server_summary(result);
   for (const auto& why : result.left) fmt::print("  left         {}\n", why);
+  for (const auto& r : result.recoveries)
+    fmt::print("  {:<12} from {} with learning rate {:.6g}, after: {}\n", r.kind, r.from.empty() ? "the start" : r.from,
+               r.lr, r.why);
+  if (result.diverged) fmt::print("  diverged     {}\n", result.diverged_why);
+  if (!plan.run.save_model.empty())
+    fmt::print("  saved        {} (ptrain eval --model {})\n", plan.run.save_model, plan.run.save_model);
 }
 
 }  // namespace
@@ -99,7 +106,7 @@ void add_output_options(CLI::App* cmd, TrainCommand& c) {
       ->type_name("FILE");
   cmd->add_option("--resume", c.resume_dir,
                   "Continue from the newest intact checkpoint in this directory, with its plan (flags may change "
-                  "how long the run goes on, how it logs and checkpoints)")
+                  "how long the run goes on, how it logs and checkpoints, and the learning rate)")
       ->group("Output")
       ->type_name("DIR");
   cmd->add_option("--report", c.report_path, "Write the JSON run report to this file")->group("Output")->type_name("FILE");
@@ -218,17 +225,20 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     RunInputs inputs;
     inputs.resume = c.resume_dir;
     const RunResult result = run(plan, world, callbacks, inputs);
-    if (!world.reports()) return 0;
+    const int status = result.diverged ? kExitDiverged : kExitOk;
+    if (!world.reports()) return status;
     if (!c.quiet) print_summary(ran, result);
     if (!c.report_path.empty()) {
       write_json_file(c.report_path, make_report(ran, world, result, {command_line, started_at}));
       if (!c.quiet) fmt::print("  report       {}\n", c.report_path);
     }
-    if (result.shared_memory && result.shared_memory->diverged) return 3;
+    if (result.diverged) fmt::print(stderr, "ptrain: error: training diverged: {}\n", result.diverged_why);
+    return status;
+  } catch (const InterruptedError& e) {
+    throw InterruptedError(with_flags(e.what(), plan));
   } catch (const Error& e) {
     throw Error(with_flags(e.what(), plan));
   }
-  return 0;
 }
 
 }  // namespace ptrain

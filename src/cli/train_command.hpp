@@ -30,8 +30,10 @@ CLI::App* add_shm_command(CLI::App& app, TrainCommand& command);
 RunPlan shm_default_plan();
 
 // Builds the plan, checks it (every problem at once, naming flags), trains,
-// prints and writes the report. Throws ptrain::Error for bad input; a
-// shared-memory run that diverged is reported and exits with 3.
+// prints and writes the report. Throws ptrain::Error for bad input and
+// InterruptedError for a run a restart from its checkpoint may finish; a run
+// that diverged is reported (and its report written) and returns
+// kExitDiverged (core/run_failure.hpp).
 int run_train_command(TrainCommand& command, const std::vector<std::string>& command_line);
 
 // Rewrites the plan fields named in an error message ("run.workers") as the

@@ -10,7 +10,9 @@
 
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/message_tags.hpp"
+#include "comm/mpi_transport.hpp"
 #include "core/error.hpp"
+#include "core/run_failure.hpp"
 #include "core/half.hpp"
 
 namespace ptrain {
@@ -87,6 +89,8 @@ bool launched_by_mpi() {
 }
 
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+  // Before MPI_Init, which reads the transport settings from the environment.
+  transport_ = &apply_mpi_transport();
   int provided = 0;
   check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
   // Errors come back as codes, so they become ptrain::Error with a message.
@@ -94,6 +98,12 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
 }
 
 MpiRuntime::~MpiRuntime() { MPI_Finalize(); }
+
+int MpiRuntime::rank() const {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
 
 void MpiRuntime::abort_job(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
@@ -109,7 +119,7 @@ MpiCommunicator::MpiCommunicator(std::chrono::milliseconds timeout)
   if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE)) {
     // MPI may still write the new communicator into the handle: leave it allocated.
     static_cast<void>(handle_.release());
-    throw Error(fmt::format("communicator setup: rank {} timed out after {} waiting for the other ranks",
+    throw InterruptedError(fmt::format("communicator setup: rank {} timed out after {} waiting for the other ranks",
                             rank_, seconds_text(timeout_)));
   }
   set_up();
@@ -150,7 +160,7 @@ void MpiCommunicator::check_usable(const std::string& what) const {
 
 void MpiCommunicator::fail(const std::string& message) const {
   if (failure_.empty()) failure_ = message;
-  throw Error(message);
+  throw InterruptedError(message);  // a rank died, hung or disagreed: the job may go on from a checkpoint
 }
 
 void MpiCommunicator::enter(const CollectiveEntry& entry) {

@@ -10,21 +10,29 @@
 
 #include "comm/collective_entry.hpp"
 #include "comm/communicator.hpp"
+#include "comm/mpi_transport.hpp"
 
 namespace ptrain {
 
 // True when this process was started by mpirun / an MPI launcher.
 bool launched_by_mpi();
 
-// MPI_Init_thread on construction and MPI_Finalize on destruction (once per process).
+// MPI_Init_thread on construction and MPI_Finalize on destruction (once per
+// process). Before MPI_Init it chooses the network the ranks may use
+// (comm/mpi_transport.hpp: shared memory only when all ranks share a host).
 class MpiRuntime {
  public:
   MpiRuntime(int* argc, char*** argv);
   ~MpiRuntime();
   MpiRuntime(const MpiRuntime&) = delete;
   MpiRuntime& operator=(const MpiRuntime&) = delete;
+  const MpiTransport& transport() const { return *transport_; }
+  int rank() const;  // in MPI_COMM_WORLD
   // Ends every rank of the job with `code` (after an error on one of them).
   [[noreturn]] static void abort_job(int code);
+
+ private:
+  const MpiTransport* transport_ = nullptr;
 };
 
 // Construction is collective: every rank constructs its communicator, in the

@@ -1,6 +1,8 @@
 #pragma once
 // The data sets a run can choose (--data-set, the plan's `data`). Adding one is
-// its options struct (`name`, `fields`, `check`, `load`) and one line below.
+// its options struct (`name`, `fields`, `check`, `load`, and `check_test`,
+// `load_test` for the test set alone, which ptrain eval reads) and one line
+// below. Fields named train_* describe only the training set.
 #include <string>
 #include <string_view>
 
@@ -26,6 +28,8 @@ struct FashionMnistOptions {
   // What can be known without reading the files: that they are there.
   void check(const std::string& prefix, Problems& problems) const;
   LoadedData load() const;
+  void check_test(const std::string& prefix, Problems& problems) const;
+  Dataset load_test() const;
 };
 
 using DataRegistry = Registry<FashionMnistOptions, NpyOptions>;

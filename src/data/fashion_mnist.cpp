@@ -46,12 +46,14 @@ std::string require_file(const std::string& dir, const std::string& base) {
 
 }  // namespace
 
+void check_fashion_mnist_split(const std::string& dir, Split split) {
+  const SplitFiles names = file_names(split);
+  require_file(dir, names.images);
+  require_file(dir, names.labels);
+}
+
 void check_fashion_mnist_dir(const std::string& dir) {
-  for (Split split : {Split::Train, Split::Test}) {
-    const SplitFiles names = file_names(split);
-    require_file(dir, names.images);
-    require_file(dir, names.labels);
-  }
+  for (Split split : {Split::Train, Split::Test}) check_fashion_mnist_split(dir, split);
 }
 
 Dataset load_fashion_mnist(const std::string& dir, Split split) {

@@ -19,6 +19,8 @@ Dataset load_fashion_mnist(const std::string& dir, Split split);
 
 // Throws ptrain::Error naming the first missing file; loads nothing.
 void check_fashion_mnist_dir(const std::string& dir);
+// The same for one split's two files.
+void check_fashion_mnist_split(const std::string& dir, Split split);
 
 // Standardises features in place with a mean and standard deviation taken from
 // `reference` (the training set), so train and test share one transform.

@@ -11,6 +11,16 @@ void FashionMnistOptions::check(const std::string& prefix, Problems& problems) c
   }
 }
 
+void FashionMnistOptions::check_test(const std::string& prefix, Problems& problems) const {
+  try {
+    check_fashion_mnist_split(dir, Split::Test);
+  } catch (const Error& e) {
+    problems.add(prefix + "dir", std::string(": ") + e.what());
+  }
+}
+
+Dataset FashionMnistOptions::load_test() const { return load_fashion_mnist(dir, Split::Test); }
+
 LoadedData FashionMnistOptions::load() const {
   return {load_fashion_mnist(dir, Split::Train), load_fashion_mnist(dir, Split::Test)};
 }

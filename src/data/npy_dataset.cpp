@@ -9,17 +9,33 @@
 
 namespace ptrain {
 
+namespace {
+
+void check_file(const std::string& field, const std::string& path, Problems& problems) {
+  struct stat st {};
+  if (path.empty())
+    problems.add(field, "needs the path of a .npy file");
+  else if (::stat(path.c_str(), &st) != 0)
+    problems.add(field, ": " + path + ": no such file");
+  else if (!S_ISREG(st.st_mode))
+    problems.add(field, ": " + path + ": not a regular file");
+}
+
+}  // namespace
+
 void NpyOptions::check(const std::string& prefix, Problems& problems) const {
-  const std::pair<const char*, const std::string*> files[] = {{"train_features", &train_features},
-                                                              {"train_labels", &train_labels},
-                                                              {"test_features", &test_features},
-                                                              {"test_labels", &test_labels}};
-  for (const auto& [field, path] : files) {
-    struct stat st{};
-    if (path->empty()) problems.add(prefix + field, "needs the path of a .npy file");
-    else if (::stat(path->c_str(), &st) != 0) problems.add(prefix + field, ": " + *path + ": no such file");
-    else if (!S_ISREG(st.st_mode)) problems.add(prefix + field, ": " + *path + ": not a regular file");
-  }
+  check_file(prefix + "train_features", train_features, problems);
+  check_file(prefix + "train_labels", train_labels, problems);
+  check_test(prefix, problems);
+}
+
+void NpyOptions::check_test(const std::string& prefix, Problems& problems) const {
+  check_file(prefix + "test_features", test_features, problems);
+  check_file(prefix + "test_labels", test_labels, problems);
+}
+
+Dataset NpyOptions::load_test() const {
+  return load_npy_dataset(test_features, test_labels, "npy-test", classes);
 }
 
 LoadedData NpyOptions::load() const {

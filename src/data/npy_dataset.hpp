@@ -27,6 +27,9 @@ struct NpyOptions {
   }
   void check(const std::string& prefix, Problems& problems) const;
   LoadedData load() const;
+  // The test set alone: test_features and test_labels.
+  void check_test(const std::string& prefix, Problems& problems) const;
+  Dataset load_test() const;
 };
 
 }  // namespace ptrain

@@ -567,8 +567,9 @@ Dataset load_npy_dataset(const std::string& features_path, const std::string& la
   }
 
   std::vector<float> values;
-  if (features.type == NpyType::UInt8) {
+  if (features.type == NpyType::UInt8 && label_shape.empty()) {
     // Bytes are pixels, as in the IDX images: the same table, the same values.
+    // (With a target per position they are token ids, which stay as they are.)
     std::array<float, 256> pixel_value{};
     for (size_t b = 0; b < pixel_value.size(); ++b) pixel_value[b] = static_cast<float>(b) / 255.f;
     values.resize(features.data.size());

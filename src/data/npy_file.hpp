@@ -45,9 +45,9 @@ std::vector<int64_t> npy_to_int64(const NpyArray& array, const std::string& what
 // integral floats) in [0, num_classes): shape (N,) for one class per sample,
 // (N, T) for a target per position (language modelling: the next token at
 // each position, with token ids as the features). num_classes 0 means max
-// label + 1. uint8 features are scaled to [0, 1] like IDX images; other types
-// are converted as they are. Errors name the file, and the index and value
-// where one is at fault.
+// label + 1. uint8 features are scaled to [0, 1] like IDX images, but for
+// language modelling (token ids); other types are converted as they are. Errors name the file, and the index
+// and value where one is at fault.
 Dataset load_npy_dataset(const std::string& features_path, const std::string& labels_path,
                          const std::string& name, int num_classes);
 

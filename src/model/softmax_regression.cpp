@@ -16,6 +16,17 @@ std::unique_ptr<Model> SoftmaxOptions::make(const ModelInput& input) const {
   return std::make_unique<SoftmaxRegression>(features, input.classes, input.seed);
 }
 
+ModelScript SoftmaxOptions::script(const ModelInput&) const {
+  // torch.linear sums in BLAS's order, not the loop's below: the logits agree to rounding.
+  ModelScript s;
+  s.class_name = "Softmax";
+  s.parameters = {"weight", "bias"};
+  s.forward =
+      "def forward(self, x: Tensor) -> Tensor:\n"
+      "    return torch.linear(x.flatten(1), self.weight, self.bias)\n";
+  return s;
+}
+
 SoftmaxRegression::SoftmaxRegression(size_t features, int classes, uint64_t seed)
     : features_(features), classes_(classes), probs_(static_cast<size_t>(classes)) {
   if (features == 0 || classes <= 0) throw Error("softmax model: needs features and classes");

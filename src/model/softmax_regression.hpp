@@ -9,6 +9,7 @@
 #include "core/fields.hpp"
 #include "core/model.hpp"
 #include "model/model_input.hpp"
+#include "model/model_script.hpp"
 
 namespace ptrain {
 
@@ -18,6 +19,8 @@ struct SoftmaxOptions {
   template <class Self, class Visit>
   static void fields(Self&, Visit&&) {}
   std::unique_ptr<Model> make(const ModelInput& input) const;
+  // Saving needs LibTorch all the same: the file is a TorchScript module.
+  ModelScript script(const ModelInput& input) const;
 };
 
 class SoftmaxRegression : public Model {

@@ -10,6 +10,7 @@
 #include "core/fields.hpp"
 #include "core/model.hpp"
 #include "model/model_input.hpp"
+#include "model/model_script.hpp"
 
 namespace ptrain {
 
@@ -22,6 +23,7 @@ struct MlpOptions {
     visit("hidden", s.hidden, "hidden widths, comma-separated", Range{});
   }
   std::unique_ptr<Model> make(const ModelInput& input) const;
+  ModelScript script(const ModelInput& input) const;
 };
 
 struct CnnOptions {
@@ -31,12 +33,15 @@ struct CnnOptions {
   template <class Self, class Visit>
   static void fields(Self&, Visit&&) {}
   std::unique_ptr<Model> make(const ModelInput& input) const;
+  ModelScript script(const ModelInput& input) const;
 };
 
 // A model defined in Python: torch.jit.script(m).save(path), loaded with
 // LibTorch and bound to flat buffers like the built-in models. Its weights
 // come from the file (the seed does not change them); a `loss(output, labels)`
-// method, if it has one, replaces cross-entropy.
+// method, if it has one, replaces cross-entropy. A file ptrain saved
+// (--save) trains on as the network inside it (its `model`), which takes
+// standardised inputs as every model ptrain trains does.
 struct TorchScriptOptions {
   static constexpr std::string_view name = "torchscript";
   static constexpr std::string_view summary =
@@ -47,6 +52,12 @@ struct TorchScriptOptions {
     visit("path", s.path, "a module scripted and saved in Python: torch.jit.script(m).save(path)", Range{});
   }
   std::unique_ptr<Model> make(const ModelInput& input) const;
+  // Saved as itself, with the trained weights.
+  ModelScript script(const ModelInput&) const {
+    ModelScript s;
+    s.module_file = path;
+    return s;
+  }
 };
 
 // `n` LibTorch intra-op threads and `n` OpenBLAS threads per worker, so that

@@ -117,7 +117,8 @@ void AdamOptimizer::save_state(StateWriter& out) const {
 void AdamOptimizer::load_state(StateReader& in) {
   check_state_kind(in, "adam");
   steps_taken_ = take_step_count(in);
-  lr_ = take_lr(in);
+  // The learning rate is the plan's: a resumed run (or a rollback) may lower it.
+  take_lr(in);
   in.take("optimizer.m", std::span<float>(first_moment_));
   in.take("optimizer.v", std::span<float>(second_moment_));
 }

@@ -54,7 +54,8 @@ class Optimizer {
   virtual void set_lr(float lr) = 0;
   // Everything a next step depends on (its kind, step count, learning rate,
   // velocity or moments), for checkpoints. load_state refuses another kind's
-  // or size's state, naming it.
+  // or size's state, naming it, and keeps the learning rate it was made with
+  // (a run resumed after a divergence may go on with a smaller one).
   virtual void save_state(StateWriter& out) const = 0;
   virtual void load_state(StateReader& in) = 0;
 };

@@ -114,7 +114,8 @@ void SgdOptimizer::save_state(StateWriter& out) const {
 void SgdOptimizer::load_state(StateReader& in) {
   check_state_kind(in, name());
   steps_taken_ = take_step_count(in);
-  lr_ = take_lr(in);
+  // The learning rate is the plan's: a resumed run (or a rollback) may lower it.
+  take_lr(in);
   in.take("optimizer.velocity", std::span<float>(velocity_));
 }
 

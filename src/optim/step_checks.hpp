@@ -23,7 +23,8 @@ void check_state_kind(StateReader& in, std::string_view optimizer);
 // The "optimizer.steps" and "optimizer.lr" records of a checkpoint, refused
 // (ptrain::Error naming the checkpoint) when no run could have saved them: a
 // negative step count or one that counting on would overflow (2^53 and up:
-// more than any run takes), a learning rate set_lr would refuse.
+// more than any run takes), a learning rate set_lr would refuse (a damaged
+// state, though a resumed run trains on with its plan's learning rate).
 int64_t take_step_count(StateReader& in);
 float take_lr(StateReader& in);
 

@@ -53,6 +53,16 @@ Problems check_plan(const RunPlan& plan) {
   if (!run.checkpoint_dir.empty() && !checkpoints(plan.strategy))
     problems.add("run.checkpoint_dir", fmt::format(": the {} strategy does not write checkpoints yet ({} do)", strategy,
                                                    strategies_with_checkpoints()));
+  if (run.on_diverge == OnDiverge::Rollback && run.checkpoint_dir.empty())
+    problems.add("run.on_diverge", "rollback needs checkpoints to roll back to (run.checkpoint_dir)");
+  if (run.on_diverge != OnDiverge::Rollback && run.rollback_lr_scale != RunControls{}.rollback_lr_scale)
+    problems.add("run.rollback_lr_scale", "applies only with run.on_diverge rollback");
+  if (run.max_restarts > 0 && run.checkpoint_dir.empty())
+    problems.add("run.max_restarts", ": restarts go on from the last checkpoint, so it needs run.checkpoint_dir");
+  if (run.max_restarts > 0 && run.backend == Backend::Mpi)
+    problems.add("run.max_restarts",
+                 ": restarts in the same process work on threads; under mpirun restart the job with --resume (exit "
+                 "status 75 says when)");
   if (run.straggler_rank < 0 && run.straggler_factor != 1)
     problems.add("run.straggler_factor", "applies only with a straggler (run.straggler_rank)");
   return problems;

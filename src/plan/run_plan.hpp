@@ -27,6 +27,15 @@ struct EnumText<Backend> {
   static constexpr std::array<std::string_view, 3> names = {"auto", "local", "mpi"};
 };
 
+// What a run does when its training diverges (a non-finite loss, or a
+// gradient beyond fp16's range): stop with its report, or roll back to the
+// last checkpoint with a smaller step size.
+enum class OnDiverge { Stop, Rollback };
+template <>
+struct EnumText<OnDiverge> {
+  static constexpr std::array<std::string_view, 2> names = {"stop", "rollback"};
+};
+
 // The plan's "run" section: how long, how many, how repeatable.
 struct RunControls {
   static constexpr std::string_view name = "run";
@@ -46,6 +55,11 @@ struct RunControls {
   std::string checkpoint_dir;  // write checkpoints here ("": none)
   Cadence checkpoint_every;    // steps ("100") or seconds ("30s"); 0: at the end of every epoch
   int checkpoint_keep = 3;     // the newest this many are kept
+  OnDiverge on_diverge = OnDiverge::Stop;
+  double rollback_lr_scale = 0.5;  // each rollback multiplies the learning rate by this
+  int max_rollbacks = 3;           // then a divergence stops the run
+  int max_restarts = 0;            // threads: restarts from the last checkpoint after a worker failed
+  std::string save_model;      // write the trained model here, a TorchScript module ("": not saved)
   template <class Self, class Visit>
   static void fields(Self& s, Visit&& visit) {
     visit("backend", s.backend, "auto, local (threads) or mpi (ranks under mpirun)", Range{});
@@ -72,6 +86,22 @@ struct RunControls {
     visit("checkpoint_every", s.checkpoint_every,
           "a checkpoint every N steps, or every N seconds with Ns (0: at the end of every epoch)", Range{});
     visit("checkpoint_keep", s.checkpoint_keep, "keep the newest this many checkpoints", Range::between(1, 1000000));
+    visit("on_diverge", s.on_diverge,
+          "when training diverges: stop (exit 3, the report written) or rollback (to the last checkpoint, with the "
+          "learning rate scaled by rollback_lr_scale)",
+          Range{});
+    visit("rollback_lr_scale", s.rollback_lr_scale, "each rollback multiplies the learning rate by this",
+          Range{0, 1, true, true});
+    visit("max_rollbacks", s.max_rollbacks, "rollbacks at most; the next divergence stops the run",
+          Range::between(1, 1000));
+    visit("max_restarts", s.max_restarts,
+          "restart from the last checkpoint, in the same process, after a worker failed, at most this many times "
+          "(threads only; under mpirun restart the job with --resume)",
+          Range::between(0, 1000));
+    visit("save_model", s.save_model,
+          "write the trained model to this file, a TorchScript module with the input preprocessing built in "
+          "(Python's torch.jit.load runs it; ptrain eval evaluates it)",
+          Range{});
   }
 };
 

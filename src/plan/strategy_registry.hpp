@@ -30,7 +30,7 @@ bool takes_codec(const StrategyChoice& s);
 bool distributed(const StrategyChoice& s);
 bool stops_on_time(const StrategyChoice& s);
 bool checkpoints(const StrategyChoice& s);
-// "hybrid and sequential": the strategies that write checkpoints, for messages.
+// "hybrid, sequential, ...": the strategies that write checkpoints, for messages.
 std::string strategies_with_checkpoints();
 int servers_of(const StrategyChoice& s);
 void check_strategy(const StrategyChoice& s, int workers, const std::string& prefix, Problems& problems);

@@ -100,6 +100,33 @@ void PsClient::leave(bool holding_ticket) {
     send(s, {PsRequestKind::Leave, static_cast<uint32_t>(worker()), 0, holding_ticket ? 1u : 0u});
 }
 
+void PsClient::stop_run(bool holding_ticket) {
+  for (size_t s = 0; s < ranges_.size(); ++s)
+    send(s, {PsRequestKind::Stop, static_cast<uint32_t>(worker()), 0, holding_ticket ? 1u : 0u});
+}
+
+std::vector<std::vector<std::byte>> PsClient::save(uint64_t min_version, uint64_t min_received) {
+  for (size_t s = 0; s < ranges_.size(); ++s)
+    send(s, {PsRequestKind::Save, static_cast<uint32_t>(worker()), min_version, min_received});
+  return answers(ranges_.size(), "its state for a checkpoint");
+}
+
+void PsClient::restore(const std::vector<std::vector<std::byte>>& states) {
+  if (states.size() != ranges_.size())
+    throw Error(fmt::format("{}: a checkpoint of {} server shard(s) cannot restore {}", strategy_, states.size(),
+                            ranges_.size()));
+  for (size_t s = 0; s < ranges_.size(); ++s)
+    send(s, {PsRequestKind::Restore, static_cast<uint32_t>(worker()), 0, 0}, states[s]);
+}
+
+void PsClient::save_codecs(StateWriter& out) const {
+  for (const auto& c : codecs_) c->save_state(out);
+}
+
+void PsClient::load_codecs(StateReader& in) {
+  for (auto& c : codecs_) c->load_state(in);
+}
+
 std::vector<ServerStats> PsClient::finish() {
   for (size_t s = 0; s < ranges_.size(); ++s) send(s, {PsRequestKind::Finish, static_cast<uint32_t>(worker()), 0, 0});
   std::vector<ServerStats> stats;

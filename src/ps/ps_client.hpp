@@ -11,6 +11,7 @@
 #include "comm/communicator.hpp"
 #include "compress/codec_registry.hpp"
 #include "core/flat_layout.hpp"
+#include "core/state_stream.hpp"
 #include "ps/ps_protocol.hpp"
 #include "ps/server_stats.hpp"
 #include "ps/shard_ranges.hpp"
@@ -39,6 +40,18 @@ class PsClient {
   void push(std::span<const float> grad, const StepInfo& info);
   // This worker failed and leaves; `holding_ticket`: it began a step it never pushed.
   void leave(bool holding_ticket);
+  // This worker diverged: the run ends at the next step every worker can
+  // agree on; `holding_ticket` as for leave().
+  void stop_run(bool holding_ticket);
+  // Checkpoints, worker 0 between steps: each shard's whole state, once it
+  // holds `min_version` updates and `min_received` pushes (and has applied them).
+  std::vector<std::vector<std::byte>> save(uint64_t min_version, uint64_t min_received);
+  // Worker 0, before anyone's first step, instead of init(): the states save() returned.
+  void restore(const std::vector<std::vector<std::byte>>& states);
+  // This worker's codecs' state (one per shard).
+  void save_codecs(StateWriter& out) const;
+  void load_codecs(StateReader& in);
+  size_t shards() const { return ranges_.size(); }
   // Worker 0, after every worker is done: each shard's statistics; the shards stop.
   std::vector<ServerStats> finish();
   CodecStats codec_stats() const;

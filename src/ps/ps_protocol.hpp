@@ -21,6 +21,9 @@ enum class PsRequestKind : uint32_t {
   Leave = 5,   // the worker failed and leaves the run; `received` = 1 if it held an unpushed ticket
   Finish = 6,  // from worker 0 after the run: send your statistics and stop serving
   Init = 7,    // from worker 0 before the first step: the shard's initial parameters
+  Save = 8,    // from worker 0 between steps: the shard's whole state, once it holds `version` and `received`
+  Restore = 9, // from worker 0 before the first step, instead of Init: a state that Save answered
+  Stop = 10,    // the worker diverged: end the run where every worker can agree; `received` as for Leave
 };
 
 struct PsRequest {

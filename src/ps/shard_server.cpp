@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/state_stream.hpp"
 
 namespace ptrain {
 
@@ -94,6 +95,16 @@ void ShardServer::handle(int from, std::vector<std::byte>&& message) {
       stats_.left_workers.push_back(request.worker);
       if (coordinator_) coordinator_->left(from);
       return;
+    case PsRequestKind::Stop:
+      if (request.received > 0) received_++;  // as for Leave
+      if (coordinator_) coordinator_->stop_run();
+      return;
+    case PsRequestKind::Save:
+      held_saves_.push_back({from, request});
+      return;
+    case PsRequestKind::Restore:
+      load_state(payload, from);
+      return;
     case PsRequestKind::Finish:
       return;  // handled by serve()
   }
@@ -175,8 +186,10 @@ bool ShardServer::pull_ready(const PsRequest& request) const {
 }
 
 void ShardServer::answer_held() {
-  // A Begin answered may change what the coordinator says to the others: ask until nothing changes.
-  for (bool changed = true; changed && coordinator_;) {
+  // A Begin answered may change what the coordinator says to the others: ask
+  // until nothing changes. Not before the shard has its parameters, which a
+  // resumed run's Restore brings with the coordinator's state.
+  for (bool changed = initialized_; changed && coordinator_;) {
     changed = false;
     for (size_t i = 0; i < held_begins_.size(); ++i) {
       const int worker = held_begins_[i];
@@ -197,6 +210,50 @@ void ShardServer::answer_held() {
     held_pulls_.erase(held_pulls_.begin() + static_cast<std::ptrdiff_t>(i));
     answer_pull(worker);
   }
+  // A checkpoint waits for every push it counts, and for their update.
+  for (size_t i = 0; i < held_saves_.size();) {
+    if (!pull_ready(held_saves_[i].request) || !collected_.empty()) {
+      ++i;
+      continue;
+    }
+    const int worker = held_saves_[i].worker;
+    held_saves_.erase(held_saves_.begin() + static_cast<std::ptrdiff_t>(i));
+    reply(worker, save_state());
+  }
+}
+
+std::vector<std::byte> ShardServer::save_state() const {
+  StateWriter out;
+  out.put_value("shard.index", static_cast<int32_t>(config_.shard));
+  out.put("shard.params", params_);
+  optimizer_->save_state(out);
+  if (decoder_) decoder_->save_state(out);
+  out.put_value("shard.version", version_);
+  out.put_value("shard.received", received_);
+  out.put("shard.stats", stats_.serialize());
+  if (coordinator_) coordinator_->save_state(out);
+  return out.take();
+}
+
+void ShardServer::load_state(std::span<const std::byte> state, int from) {
+  if (initialized_)
+    throw Error(fmt::format("{}: worker {} restored server shard {} after it had its parameters", config_.strategy,
+                            from, config_.shard));
+  StateReader in(state, fmt::format("{}: the checkpoint of server shard {}", config_.strategy, config_.shard));
+  const auto shard = in.take_value<int32_t>("shard.index");
+  if (shard != config_.shard)
+    throw Error(fmt::format("{}: server shard {} was sent the checkpoint of shard {}", config_.strategy,
+                            config_.shard, shard));
+  in.take("shard.params", std::span<float>(params_));
+  optimizer_->load_state(in);
+  if (decoder_) decoder_->load_state(in);
+  version_ = in.take_value<uint64_t>("shard.version");
+  received_ = in.take_value<uint64_t>("shard.received");
+  stats_ = ServerStats::deserialize(in.take_vector<std::byte>("shard.stats"));
+  if (coordinator_) coordinator_->load_state(in);
+  in.expect_end();
+  params_message_.clear();
+  initialized_ = true;
 }
 
 void ShardServer::answer_pull(int worker) {

@@ -66,6 +66,10 @@ class ShardServer {
   void apply_one(const PsRequest& request, std::span<const std::byte> payload);
   void decode_into(std::span<const std::byte> payload, std::span<float> out, int worker) const;
   bool pull_ready(const PsRequest& request) const;
+  // Checkpoints: the shard's whole state (parameters, optimizer, decoder,
+  // counters, statistics, shard 0's coordinator), and back.
+  std::vector<std::byte> save_state() const;
+  void load_state(std::span<const std::byte> state, int from);
   void answer_pull(int worker);
   void answer_held();
   void reply(int worker, std::span<const std::byte> message);
@@ -86,6 +90,7 @@ class ShardServer {
   // them; emptied whenever the parameters change.
   std::vector<std::byte> params_message_;
   std::vector<HeldPull> held_pulls_;
+  std::vector<HeldPull> held_saves_;
   std::vector<int> held_begins_;
   ServerStats stats_;
 };

@@ -6,6 +6,7 @@
 // strategies in sync/ implement it.
 #include <optional>
 
+#include "core/state_stream.hpp"
 #include "ps/ps_protocol.hpp"
 #include "ps/server_stats.hpp"
 
@@ -22,8 +23,16 @@ class StepCoordinator {
   virtual void pushed(int /*worker*/) {}
   // `worker` failed and left the run (async).
   virtual void left(int /*worker*/) {}
+  // A worker diverged: end the run at the next point every worker can agree
+  // on, as a spent time limit does.
+  virtual void stop_run() = 0;
   // What the coordinator counted (dropped_late, max_clock_gap).
   virtual void add_stats(ServerStats& /*stats*/) const {}
+  // Checkpoints: what it has counted so far, saved where a checkpoint is
+  // taken (between steps of a lockstep schedule, or at an epoch's end) and
+  // loaded before the first Begin of the resumed run, whose length may differ.
+  virtual void save_state(StateWriter& out) const = 0;
+  virtual void load_state(StateReader& in) = 0;
 };
 
 }  // namespace ptrain

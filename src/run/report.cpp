@@ -43,6 +43,15 @@ std::string utc_now() {
   return text;
 }
 
+nlohmann::json ptrain_json() { return {{"version", build_info().version}, {"commit", build_info().commit}}; }
+
+nlohmann::json host_json() {
+  return {{"name", host_name()},
+          {"cpu", cpu_model()},
+          {"cores", std::thread::hardware_concurrency()},
+          {"blas", detect_blas().library}};
+}
+
 namespace {
 
 nlohmann::json shared_memory_json(const AsyncSgdResult& r) {
@@ -77,15 +86,13 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
                            const ReportContext& context) {
   nlohmann::json report;
   report["schema_version"] = kReportSchemaVersion;
-  report["ptrain"] = {{"version", build_info().version}, {"commit", build_info().commit}};
-  report["host"] = {{"name", host_name()},
-                    {"cpu", cpu_model()},
-                    {"cores", std::thread::hardware_concurrency()},
-                    {"blas", detect_blas().library}};
+  report["ptrain"] = ptrain_json();
+  report["host"] = host_json();
   report["started_at"] = context.started_at;
   report["command_line"] = context.command_line;
   report["plan"] = plan_to_json(plan);
   report["run"] = {{"backend", field_text(world.backend)},
+                   {"transport", world.transport},
                    {"workers", world.workers},
                    {"servers", world.servers},
                    {"model", r.model},
@@ -163,6 +170,14 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
   report["checkpoints"] = {{"written", r.checkpoints},
                            {"resumed_from", r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
                            {"resumed_at_step", r.resumed_at_step}};
+  auto& outcome = report["outcome"] = {{"status", r.diverged ? "diverged" : "completed"},
+                                       {"diverged_why", r.diverged ? nlohmann::json(r.diverged_why) : nlohmann::json()}};
+  auto& recoveries = outcome["recoveries"] = nlohmann::json::array();
+  for (const auto& rec : r.recoveries)
+    recoveries.push_back({{"kind", rec.kind},
+                          {"why", rec.why},
+                          {"from", rec.from.empty() ? nlohmann::json() : nlohmann::json(rec.from)},
+                          {"lr", rec.lr}});
   report["summary"] = {
       {"steps", r.steps},
       {"samples", r.samples},

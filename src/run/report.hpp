@@ -25,6 +25,10 @@ struct ReportContext {
 // Now, as "2026-11-24T22:50:03Z".
 std::string utc_now();
 
+// The report's "ptrain" (version, commit) and "host" (name, cpu, cores, blas) sections.
+nlohmann::json ptrain_json();
+nlohmann::json host_json();
+
 // `plan` as it ran (resolved_plan()).
 nlohmann::json make_report(const RunPlan& plan, const World& world, const RunResult& result,
                            const ReportContext& context);

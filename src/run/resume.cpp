@@ -40,7 +40,10 @@ void check_resume(const RunPlan& saved, const RunPlan& now, Problems& problems) 
   static const std::set<std::string> free_fields = {
       "run.epochs",         "run.max_steps",          "run.time_limit",     "run.log_every",
       "run.comm_timeout",   "run.threads_per_worker", "run.pin",            "run.backend",
-      "run.checkpoint_dir", "run.checkpoint_every",   "run.checkpoint_keep"};
+      "run.checkpoint_dir", "run.checkpoint_every",   "run.checkpoint_keep",  "run.save_model",
+      "run.on_diverge",     "run.rollback_lr_scale",  "run.max_rollbacks",    "run.max_restarts",
+      // A run resumed after it diverged may go on with a smaller step.
+      "optimizer.lr"};
   const nlohmann::json a = plan_to_json(saved), b = plan_to_json(now);
   for (const auto& [section, fields] : a.items()) {
     if (!b.contains(section)) continue;

@@ -3,7 +3,7 @@
 // and whether this run's plan may go on from it. The state a checkpoint holds
 // fixes the model, the data, the optimizer, the strategy, the codec, the
 // workers, the batch and the seed; a resumed run may change only how long it
-// runs and how it logs, times out and checkpoints.
+// runs, how it logs, times out and checkpoints, and where it saves the model.
 #include <functional>
 #include <string>
 

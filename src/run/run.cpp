@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "core/error.hpp"
+#include "core/run_failure.hpp"
 #include "model/model_registry.hpp"
 #include "run/resume.hpp"
+#include "run/save_model.hpp"
 #include "run/shared_memory_run.hpp"
 #include "run/train_config.hpp"
 
@@ -12,7 +16,9 @@ namespace ptrain {
 
 namespace {
 
-LoadedData load_data(const RunPlan& plan, const RunInputs& inputs) {
+// The data as the models see it, and the standardisation applied to it (none: as loaded).
+LoadedData load_data(const RunPlan& plan, const RunInputs& inputs,
+                     std::optional<Standardization>& standardization) {
   LoadedData data = inputs.data ? *inputs.data : std::visit([](const auto& d) { return d.load(); }, plan.data);
   if (data.train.sample_shape() != data.test.sample_shape() || data.train.num_classes() != data.test.num_classes() ||
       data.train.label_shape() != data.test.label_shape())
@@ -23,6 +29,7 @@ LoadedData load_data(const RunPlan& plan, const RunInputs& inputs) {
     const auto s = fit_standardization(data.train);
     apply_standardization(data.train, s);
     apply_standardization(data.test, s);
+    standardization = s;
   }
   return data;
 }
@@ -35,7 +42,9 @@ RunPlan resolved_plan(RunPlan plan, const World& world) {
   return plan;
 }
 
-RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks, const RunInputs& inputs) {
+namespace {
+
+RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callbacks, const RunInputs& inputs) {
   const RunPlan plan = resolved_plan(given, world);
   Problems problems = check_plan(plan);
   if (!inputs.data) std::visit([&](const auto& d) { d.check("data.", problems); }, plan.data);
@@ -52,10 +61,12 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
       check_resume(checkpoint_plan(*resume), plan, problems);
     }
   }
+  check_save_model(plan, static_cast<bool>(inputs.model), world.reports(), problems);
   problems.throw_if_any();
   set_compute_threads(plan.run.threads_per_worker);
 
-  const LoadedData data = load_data(plan, inputs);
+  std::optional<Standardization> standardization;
+  const LoadedData data = load_data(plan, inputs, standardization);
   const ModelInput input{data.train.sample_shape(), data.train.num_classes(), data.train.label_shape(), plan.run.seed};
   const ModelFactory factory = [&]() -> std::unique_ptr<Model> {
     return inputs.model ? inputs.model(input) : make_model(plan.model, input);
@@ -93,7 +104,85 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
   result.task = data.train.task();
   result.train_samples = start.train_samples;
   result.test_samples = start.test_samples;
+  result.model_input = input;
+  result.standardization = standardization;
+  result.caller_model = static_cast<bool>(inputs.model);
   return result;
+}
+
+// The manifest of the newest intact checkpoint in `dir` ("": none, or no such directory).
+std::string newest_manifest(const std::string& dir) {
+  if (dir.empty() || !std::filesystem::is_directory(dir)) return {};
+  const auto found = CheckpointStore::existing(dir).newest();
+  return found ? found->manifest : std::string();
+}
+
+float learning_rate(const OptimizerChoice& optimizer) {
+  return std::visit([](const auto& o) { return o.lr; }, optimizer);
+}
+
+}  // namespace
+
+RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks, const RunInputs& inputs) {
+  RunPlan plan = given;
+  RunInputs attempt = inputs;
+  const std::string& dir = given.run.checkpoint_dir;
+  // A checkpoint already there belongs to another run, unless this one resumed from it.
+  const std::string there_before = inputs.resume.empty() ? newest_manifest(dir) : std::string();
+  std::vector<Recovery> recoveries;
+  int rollbacks = 0, restarts = 0;
+  // Where the next attempt goes on from: this run's newest checkpoint, else
+  // the one it resumed from, else the start.
+  auto go_back = [&](const std::string& kind, const std::string& why) {
+    const std::string newest = newest_manifest(dir);
+    Recovery r{kind, why, {}, learning_rate(plan.optimizer)};
+    if (!newest.empty() && newest != there_before) {
+      attempt.resume = dir, r.from = newest;
+    } else if (!inputs.resume.empty()) {
+      attempt.resume = inputs.resume, r.from = newest_manifest(inputs.resume);
+    } else {
+      attempt.resume.clear();
+    }
+    recoveries.push_back(r);
+    if (world.reports() && callbacks.on_warning)
+      callbacks.on_warning(fmt::format("{}; {} from {} with learning rate {:.6g} ({} {} of {})", why,
+                                       kind == "rollback" ? "rolling back" : "restarting",
+                                       r.from.empty() ? "the start" : r.from, r.lr, kind,
+                                       kind == "rollback" ? rollbacks : restarts,
+                                       kind == "rollback" ? given.run.max_rollbacks : given.run.max_restarts));
+  };
+  for (;;) {
+    RunResult result;
+    try {
+      result = run_once(plan, world, callbacks, attempt);
+    } catch (const InterruptedError& e) {
+      // Threads only (the plan refuses restarts under mpirun): every worker is in this process.
+      if (restarts >= given.run.max_restarts || world.backend != Backend::Local) throw;
+      ++restarts;
+      go_back("restart", e.what());
+      continue;
+    }
+    if (world.ranks) {
+      // Every rank (parameter-server shards too) learns from worker 0 whether
+      // the workers diverged, so that all roll back or stop alike.
+      std::byte diverged{result.diverged ? uint8_t{1} : uint8_t{0}};
+      world.ranks->broadcast(std::span(&diverged, 1), 0);
+      result.diverged = diverged == std::byte{1};
+    }
+    if (result.diverged && given.run.on_diverge == OnDiverge::Rollback && rollbacks < given.run.max_rollbacks) {
+      ++rollbacks;
+      std::visit([&](auto& o) { o.lr = static_cast<float>(o.lr * given.run.rollback_lr_scale); }, plan.optimizer);
+      go_back("rollback", result.diverged_why);
+      continue;
+    }
+    result.recoveries = std::move(recoveries);
+    // The model of the attempt that ended the run, on the reporting process
+    // (under mpirun, rank 0, which holds the final parameters); a diverged
+    // model is not worth keeping.
+    if (!given.run.save_model.empty() && world.reports() && !result.diverged)
+      save_model(given.run.save_model, resolved_plan(plan, world), result);
+    return result;
+  }
 }
 
 }  // namespace ptrain

@@ -52,7 +52,10 @@ struct RunCallbacks {
 // builds the replicas and trains on `world`. On the reporting process the
 // result holds the metrics; on other ranks only their own timing. Throws
 // ptrain::Error for bad input before any work where it can be known then, and
-// for a failed worker (naming it).
+// InterruptedError (core/run_failure.hpp) for a failed worker (naming it)
+// unless run.max_restarts lets it restart from the last checkpoint. A run
+// that diverged returns with `diverged` set, after run.on_diverge rollback
+// rolled it back run.max_rollbacks times at most.
 RunResult run(const RunPlan& plan, World& world, const RunCallbacks& callbacks = {}, const RunInputs& inputs = {});
 
 // The plan as it ran: run.workers resolved from the world, run.backend too.

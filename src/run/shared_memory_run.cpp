@@ -88,6 +88,8 @@ RunResult run_shared_memory(const RunPlan& plan, ShmConfig shm, int threads, con
   result.train_seconds = r.train_seconds;
   result.wall_seconds = r.wall_seconds;
   result.samples_per_s = r.train_seconds > 0 ? static_cast<double>(result.samples) / r.train_seconds : 0.0;
+  result.diverged = r.diverged;
+  result.diverged_why = r.diverged_why;
   result.shared_memory = std::move(r);
   return result;
 }

@@ -16,6 +16,7 @@ std::string World::description() const {
           : fmt::format("local backend: {} workers as threads", workers);
   if (servers > 0)
     text += fmt::format(" and {} server shard {}(s)", servers, backend == Backend::Mpi ? "rank" : "thread");
+  if (backend == Backend::Mpi) text += "; " + transport;
   return text;
 }
 
@@ -31,6 +32,7 @@ World make_world(const RunPlan& plan) {
   if (world.backend == Backend::Local && under_mpirun)
     throw Error("run.backend local: under mpirun every rank would run all the workers; use backend mpi or auto");
   if (world.backend == Backend::Local) {
+    world.transport = "threads of one process (no network)";
     world.workers = run.workers > 0 ? run.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     return world;
   }
@@ -38,6 +40,8 @@ World make_world(const RunPlan& plan) {
     throw Error(fmt::format("strategy {}: runs its workers as threads of one process only, not as MPI ranks "
                             "(run it without mpirun)",
                             strategy));
+  const MpiTransport* transport = mpi_transport_in_use();
+  world.transport = transport ? transport->description : "MPI initialised by the caller: its transport as MPI chose";
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
   world.ranks = std::make_unique<MpiCommunicator>(timeout);
   world.workers = world.ranks->size() - world.servers;

@@ -16,12 +16,16 @@ struct World {
   int servers = 0;
   // MPI only: every rank, and the worker ranks alone (with servers).
   std::unique_ptr<MpiCommunicator> ranks, worker_ranks;
+  // Where the workers' messages go: "threads of one process (no network)", or
+  // the MPI transport chosen before MPI_Init (comm/mpi_transport.hpp).
+  std::string transport;
 
   int rank() const { return ranks ? ranks->rank() : 0; }
   bool is_server() const { return ranks && rank() >= workers; }
   // The one process that prints and writes: the local process, or rank 0.
   bool reports() const { return rank() == 0; }
-  // "local backend: 4 workers as threads", "mpi backend (started by mpirun): 4 ranks, one worker each".
+  // "local backend: 4 workers as threads", "mpi backend (started by mpirun): 4 ranks, one worker each;
+  // one host: shared memory only (...)".
   std::string description() const;
 };
 

@@ -1,6 +1,9 @@
 #include "sync/bounded_staleness_coordinator.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
 
 namespace ptrain {
 
@@ -8,7 +11,8 @@ BoundedStalenessCoordinator::BoundedStalenessCoordinator(int workers, size_t ste
                                                          std::optional<uint64_t> staleness,
                                                          uint64_t warmup_single, double time_limit_seconds)
     : tickets_per_epoch_(static_cast<uint64_t>(workers) * steps_per_epoch),
-      tickets_left_(static_cast<uint64_t>(workers) * total_steps),
+      tickets_in_run_(static_cast<uint64_t>(workers) * total_steps),
+      tickets_left_(tickets_in_run_),
       epoch_tickets_(std::min(tickets_per_epoch_, tickets_left_)),
       staleness_(staleness),
       warmup_single_(warmup_single),
@@ -34,7 +38,8 @@ std::optional<PsDecision> BoundedStalenessCoordinator::begin(int worker) {
   }
   budget_.epoch_begins();
   // Decided before anyone hears this epoch end, so that every worker hears the same.
-  if (!over_ && std::none_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; }) && budget_.spent())
+  if (!over_ && std::none_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; }) &&
+      (budget_.spent() || stop_requested_))
     over_ = true;
   PsDecision decision;
   if (issued_ >= epoch_tickets_ || over_) {
@@ -67,5 +72,31 @@ void BoundedStalenessCoordinator::pushed(int worker) {
 }
 
 void BoundedStalenessCoordinator::left(int worker) { live_[static_cast<size_t>(worker)] = false; }
+
+void BoundedStalenessCoordinator::save_state(StateWriter& out) const {
+  if (!all_stopped()) throw Error("ssp/async: a checkpoint is taken only at an epoch's end");
+  out.put_value("coordinator.tickets_before_epoch", tickets_in_run_ - tickets_left_);
+  out.put_value("coordinator.epoch_tickets", epoch_tickets_);
+  out.put_value("coordinator.issued_total", issued_total_);
+  out.put_value("coordinator.pushes", pushes_);
+  out.put_value("coordinator.max_gap", max_gap_);
+}
+
+void BoundedStalenessCoordinator::load_state(StateReader& in) {
+  const auto before = in.take_value<uint64_t>("coordinator.tickets_before_epoch");
+  epoch_tickets_ = in.take_value<uint64_t>("coordinator.epoch_tickets");
+  issued_total_ = in.take_value<uint64_t>("coordinator.issued_total");
+  pushes_ = in.take_value<uint64_t>("coordinator.pushes");
+  max_gap_ = in.take_value<uint64_t>("coordinator.max_gap");
+  if (before + epoch_tickets_ > tickets_in_run_)
+    throw Error("checkpoint: " + std::to_string(before + epoch_tickets_) + " steps done, past this run's " +
+                std::to_string(tickets_in_run_));
+  // As at the end of the checkpoint's epoch: the next Begin opens the next one.
+  tickets_left_ = tickets_in_run_ - before;
+  issued_ = epoch_tickets_;
+  stopped_.assign(stopped_.size(), true);
+  live_.assign(live_.size(), true);  // a worker that left is back in the resumed run
+  over_ = false;
+}
 
 }  // namespace ptrain

@@ -27,11 +27,16 @@ class BoundedStalenessCoordinator : public StepCoordinator {
   void add_stats(ServerStats& stats) const override {
     stats.max_clock_gap = std::max(stats.max_clock_gap, max_gap_);
   }
+  // Checkpoints are taken at epoch ends only (the workers' steps differ).
+  void stop_run() override { stop_requested_ = true; }
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
  private:
   bool warming_up() const { return pushes_ < warmup_single_ && live_[0]; }
 
   uint64_t tickets_per_epoch_;
+  uint64_t tickets_in_run_;  // W x total_steps
   uint64_t tickets_left_;   // in the run, for the epochs not begun yet and this one
   uint64_t epoch_tickets_;  // this epoch's
   std::optional<uint64_t> staleness_;
@@ -43,7 +48,8 @@ class BoundedStalenessCoordinator : public StepCoordinator {
   std::vector<uint64_t> clock_;  // pushes this epoch (after the warm-up), per worker
   std::vector<bool> live_, stopped_;
   TimeBudget budget_;
-  bool over_ = false;  // the time is up: no more tickets in this run
+  bool over_ = false;  // the time is up, or a worker diverged: no more tickets in this run
+  bool stop_requested_ = false;  // a worker diverged
   bool all_stopped() const;
 };
 

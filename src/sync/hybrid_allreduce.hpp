@@ -46,7 +46,7 @@ class HybridAllreduce : public WorkerStrategy {
   CodecStats codec_stats() const override { return reducer_->codec_stats(); }
   std::vector<std::pair<std::string, std::string>> notes() const override;
   // The optimizer is every replica's same copy; the codecs' residuals are each worker's own.
-  void save_state(StateWriter& out) const override { reducer_->save_state(out); }
+  void save_state(StateWriter& out) override { reducer_->save_state(out); }
   void load_state(StateReader& in) override { reducer_->load_state(in); }
   bool replicated() const override { return true; }
   void save_shared_state(StateWriter& out) const override { optimizer_->save_state(out); }

@@ -43,6 +43,7 @@ std::unique_ptr<StrategyGroup> make_parameter_server_group(const ServerMode& mod
   static constexpr bool takes_codec = true;                                              \
   static constexpr bool distributed = true;                                              \
   static constexpr bool stops_on_time = true;                                            \
+  static constexpr bool checkpoints = true; /* inside epochs for ps-sync, else at their ends */ \
   int servers = 1;                                                                       \
   std::unique_ptr<StrategyGroup> make_group(const StrategyConfig& config, size_t num_params, int workers) const { \
     return make_parameter_server_group(mode(), config, num_params, workers);             \

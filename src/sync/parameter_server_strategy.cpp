@@ -109,11 +109,37 @@ ParameterServerWorker::ParameterServerWorker(const ParameterServerGroup& group, 
 
 void ParameterServerWorker::start() {
   // The shards start from worker 0's weights, as the all-reduce replicas do.
-  if (client_.worker() == 0) client_.init(model_.params());
+  if (client_.worker() != 0) return;
+  if (shard_states_.empty())
+    client_.init(model_.params());
+  else
+    client_.restore(shard_states_);
+  shard_states_.clear();
+}
+
+void ParameterServerWorker::save_state(StateWriter& out) {
+  out.put_value("ps.min_version", min_version_);
+  out.put_value("ps.epoch_received", epoch_received_);
+  client_.save_codecs(out);
+  if (client_.worker() != 0) return;
+  // At an epoch's end the shards hold it once every push of the epoch is in;
+  // inside an epoch (ps-sync, in lockstep) once the update of this step is made.
+  const auto states = between_epochs_ ? client_.save(0, epoch_received_) : client_.save(min_version_ + 1, 0);
+  for (size_t s = 0; s < states.size(); ++s) out.put_bytes(fmt::format("ps.shard.{}", s), states[s]);
+}
+
+void ParameterServerWorker::load_state(StateReader& in) {
+  min_version_ = in.take_value<uint64_t>("ps.min_version");
+  epoch_received_ = in.take_value<uint64_t>("ps.epoch_received");
+  client_.load_codecs(in);
+  if (client_.worker() != 0) return;
+  shard_states_.clear();
+  for (size_t s = 0; s < client_.shards(); ++s) shard_states_.push_back(in.take_vector<std::byte>(fmt::format("ps.shard.{}", s)));
 }
 
 bool ParameterServerWorker::next_step(size_t, size_t) {
   const PsDecision decision = client_.begin();
+  between_epochs_ = decision.go == 0;
   if (!decision.go) {
     epoch_received_ = decision.received;
     run_over_ = decision.over != 0;
@@ -143,11 +169,9 @@ float ParameterServerWorker::step(const Batch& batch, const StepInfo& info) {
   else
     client_.pull(model_.params(), min_version_, 0);
   const float loss = model_.forward_backward(batch);
-  // A diverged worker must not spoil the shared parameters for the others.
-  if (!std::isfinite(loss))
-    throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower learning rate); its gradient "
-                            "was not pushed",
-                            client_.worker(), loss, info.step + 1));
+  // A diverged worker must not spoil the shared parameters for the others: it
+  // pushes nothing, and the trainer calls diverged().
+  if (!std::isfinite(loss)) return loss;
   // ps-backup: only the first W - b gradients for a version are sent at all.
   if (group_.mode_.backup > 0 && !client_.claim(client_.pulled_version(0))) {
     holding_ticket_ = false;
@@ -159,6 +183,14 @@ float ParameterServerWorker::step(const Batch& batch, const StepInfo& info) {
 }
 
 void ParameterServerWorker::sync_for_evaluation() { client_.pull(model_.params(), 0, epoch_received_); }
+
+bool ParameterServerWorker::diverged() {
+  if (group_.mode_.workers_may_leave) return leave();
+  // Its ticket (ssp) will never be pushed; ps-backup counts claims, not tickets.
+  client_.stop_run(holding_ticket_ && !group_.mode_.aggregated);
+  holding_ticket_ = false;
+  return false;
+}
 
 bool ParameterServerWorker::leave() {
   if (!group_.mode_.workers_may_leave) return false;

@@ -42,9 +42,14 @@ class ParameterServerWorker : public WorkerStrategy {
   void sync_for_evaluation() override;
   CodecStats codec_stats() const override { return client_.codec_stats(); }
   bool leave() override;
+  bool diverged() override;
   bool run_over() const override { return run_over_; }
   void finish() override;
   std::vector<ServerStats> server_stats() const override { return stats_; }
+  bool lockstep() const override { return group_.mode_.aggregated && group_.mode_.backup == 0; }
+  // Every worker saves its codecs; worker 0 also asks every shard for its state.
+  void save_state(StateWriter& out) override;
+  void load_state(StateReader& in) override;
 
  private:
   // Pulls until every shard answered with the same version (aggregated updates need it).
@@ -57,6 +62,8 @@ class ParameterServerWorker : public WorkerStrategy {
   uint64_t epoch_received_ = 0;  // pushes every shard has by the end of this epoch
   bool holding_ticket_ = false;  // began a step and has not pushed it
   bool run_over_ = false;
+  bool between_epochs_ = true;  // the coordinator said this epoch is over, and no new one has begun
+  std::vector<std::vector<std::byte>> shard_states_;  // worker 0 on resume: what start() restores
   std::vector<ServerStats> stats_;
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.hpp"
 
@@ -51,7 +52,7 @@ void SequentialTurns::start() {
                     comm_.rank(), local_step_, group_.turn_, group_.workers_));
 }
 
-float SequentialTurns::step(const Batch& batch, const StepInfo& /*info*/) {
+float SequentialTurns::step(const Batch& batch, const StepInfo& info) {
   const uint64_t my_turn =
       local_step_++ * static_cast<uint64_t>(group_.workers_) + static_cast<uint64_t>(comm_.rank());
   std::unique_lock lock(group_.mutex_);
@@ -72,9 +73,27 @@ float SequentialTurns::step(const Batch& batch, const StepInfo& /*info*/) {
   const float loss = model_.forward_backward(batch);
   group_.optimizer_->step(group_.central_, model_.grads());
   lock.lock();
+  if (!std::isfinite(loss) && group_.diverged_why_.empty()) {
+    group_.diverged_why_ = diverged_loss(comm_.rank(), loss, info.step + 1);
+    group_.diverged_step_ = local_step_;
+  }
   group_.turn_++;
   group_.turn_changed_.notify_all();
   return loss;
+}
+
+std::string SequentialTurns::agree_on_divergence(Communicator&, const std::string&) {
+  const uint64_t step_done = local_step_ * static_cast<uint64_t>(group_.workers_);
+  std::unique_lock lock(group_.mutex_);
+  const bool ready = group_.turn_changed_.wait_for(
+      lock, group_.turn_timeout_, [&] { return group_.turn_ >= step_done || group_.aborted_; });
+  if (group_.aborted_) throw Error(group_.abort_reason_);
+  if (!ready)
+    throw Error(fmt::format("sequential: worker {} timed out after {:g} s waiting for the turns of its step {}: "
+                            "worker {} never finished turn {}",
+                            comm_.rank(), static_cast<double>(group_.turn_timeout_.count()) / 1000.0, local_step_,
+                            group_.turn_ % static_cast<uint64_t>(group_.workers_), group_.turn_));
+  return group_.diverged_step_ == local_step_ ? group_.diverged_why_ : std::string();
 }
 
 void SequentialTurns::sync_for_evaluation() {
@@ -83,7 +102,7 @@ void SequentialTurns::sync_for_evaluation() {
   std::copy(group_.central_.begin(), group_.central_.end(), params.begin());
 }
 
-void SequentialTurns::save_state(StateWriter& out) const {
+void SequentialTurns::save_state(StateWriter& out) {
   out.put_value("sequential.local_step", local_step_);
   if (comm_.rank() != 0) return;
   std::lock_guard lock(group_.mutex_);

@@ -42,6 +42,10 @@ class SequentialGroup : public StrategyGroup {
   std::unique_ptr<Optimizer> optimizer_;
   int workers_;
   std::chrono::milliseconds turn_timeout_;
+  // The first worker whose loss diverged, recorded in its turn, and the step
+  // (every worker's local_step_ then) at which every worker hears of it.
+  std::string diverged_why_;
+  uint64_t diverged_step_ = 0;
 };
 
 class SequentialTurns : public WorkerStrategy {
@@ -50,9 +54,12 @@ class SequentialTurns : public WorkerStrategy {
   void start() override;
   float step(const Batch& batch, const StepInfo& info) override;
   void sync_for_evaluation() override;
+  // Once every turn of this step is taken (the turns' own timeout): the
+  // divergence recorded in one of them.
+  std::string agree_on_divergence(Communicator& comm, const std::string& mine) override;
   // Worker 0 saves the central weights, the optimizer and the turn; every
   // worker its own step count.
-  void save_state(StateWriter& out) const override;
+  void save_state(StateWriter& out) override;
   void load_state(StateReader& in) override;
 
  private:

@@ -36,6 +36,17 @@ class WorkerStrategy {
   // This worker failed: true when the run goes on without it (async), after
   // telling whoever waits for it; false when the failure ends the run.
   virtual bool leave() { return false; }
+  // Lockstep strategies, after every step: whether any worker diverged at the
+  // step every worker just took, and the first one's reason ("": none), the
+  // same on every worker. `mine`: this worker's reason. By default every
+  // worker is asked (an all-reduce of one value on `comm`).
+  virtual std::string agree_on_divergence(Communicator& comm, const std::string& mine);
+  // This worker's training diverged at its last step (a non-finite loss; it
+  // pushed nothing). Lockstep strategies need nothing: the trainer stops every
+  // worker at that step. The others end the epoch early for everyone (ssp,
+  // ps-backup) and return false, or let the worker leave while the others go
+  // on (async) and return true.
+  virtual bool diverged() { return false; }
   // True once the strategy has ended the run early (--time-limit): the epoch
   // just ended was the last. The same on every worker.
   virtual bool run_over() const { return false; }
@@ -49,8 +60,13 @@ class WorkerStrategy {
   // optimizer's, the codecs', the strategy's own), saved between steps on
   // every worker at the same step and loaded before start(). Strategies whose
   // options declare `checkpoints = true` implement both; the others refuse.
-  virtual void save_state(StateWriter& out) const;
+  // Saving may ask remote state of others (parameter-server shards).
+  virtual void save_state(StateWriter& out);
   virtual void load_state(StateReader& in);
+  // True when every worker takes the same steps (hybrid, sequential,
+  // ps-sync): a checkpoint may then be taken inside an epoch. The others
+  // (ps-backup, ssp, async) are checkpointed at epoch ends only.
+  virtual bool lockstep() const { return true; }
   // True when every worker holds the same parameters and the same
   // save_shared_state between steps (hybrid): worker 0 alone saves them, and
   // every worker loads them from worker 0's part.
@@ -71,6 +87,9 @@ struct StrategyConfig {
 };
 
 // State shared by all the workers of one run, and the factory of their sides.
+// "worker 2: the loss became nan at step 140 (diverged; ...)": `step` is 1-based.
+std::string diverged_loss(int worker, float loss, uint64_t step);
+
 class StrategyGroup {
  public:
   virtual ~StrategyGroup() = default;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+
 namespace ptrain {
 
 SynchronousCoordinator::SynchronousCoordinator(int workers, int backup, size_t steps_per_epoch,
@@ -34,7 +36,7 @@ std::optional<PsDecision> SynchronousCoordinator::begin(int worker) {
   budget_.epoch_begins();
   // Decided before anyone hears this epoch end, so that every worker hears the same.
   const bool none_stopped = std::none_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; });
-  if (!over_ && none_stopped && budget_.spent()) {
+  if (!over_ && none_stopped && (budget_.spent() || stop_requested_)) {
     // Cut the epoch where every worker can still agree: after the steps some
     // worker has begun (ps-sync), or after the open version (ps-backup).
     over_ = true;
@@ -68,6 +70,42 @@ bool SynchronousCoordinator::claim(int worker, uint64_t version) {
     accepted_ = 0;
   }
   return true;
+}
+
+namespace {
+std::vector<uint8_t> as_bytes(const std::vector<bool>& flags) { return {flags.begin(), flags.end()}; }
+}  // namespace
+
+void SynchronousCoordinator::save_state(StateWriter& out) const {
+  out.put("coordinator.begun", begun_);
+  out.put_value("coordinator.closed", closed_);
+  out.put_value("coordinator.accepted", accepted_);
+  out.put_value("coordinator.expected", expected_);
+  out.put_value("coordinator.dropped_late", dropped_late_);
+  out.put("coordinator.last_accepted", last_accepted_);
+  out.put("coordinator.stopped", as_bytes(stopped_));
+}
+
+void SynchronousCoordinator::load_state(StateReader& in) {
+  in.take("coordinator.begun", std::span<uint64_t>(begun_));
+  closed_ = in.take_value<uint64_t>("coordinator.closed");
+  accepted_ = in.take_value<uint64_t>("coordinator.accepted");
+  expected_ = in.take_value<uint64_t>("coordinator.expected");
+  dropped_late_ = in.take_value<uint64_t>("coordinator.dropped_late");
+  in.take("coordinator.last_accepted", std::span<int64_t>(last_accepted_));
+  std::vector<uint8_t> stopped(stopped_.size());
+  in.take("coordinator.stopped", std::span<uint8_t>(stopped));
+  stopped_.assign(stopped.begin(), stopped.end());
+  // The epoch it stands in, for this run's length: an epoch that had ended
+  // (everyone stopped) ends at the versions done; one still open ends at its
+  // full length, or this run's end if that comes first.
+  const uint64_t done = backup_ == 0 ? *std::max_element(begun_.begin(), begun_.end()) : closed_;
+  const bool ended = std::all_of(stopped_.begin(), stopped_.end(), [](bool s) { return s; });
+  target_ = ended ? done : std::min<uint64_t>((done / steps_per_epoch_ + 1) * steps_per_epoch_, total_steps_);
+  if (done > total_steps_)
+    throw Error("checkpoint: " + std::to_string(done) + " updates done, past this run's " +
+                std::to_string(total_steps_));
+  over_ = false;
 }
 
 }  // namespace ptrain

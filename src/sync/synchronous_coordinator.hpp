@@ -20,6 +20,9 @@ class SynchronousCoordinator : public StepCoordinator {
   std::optional<PsDecision> begin(int worker) override;
   bool claim(int worker, uint64_t version) override;
   void add_stats(ServerStats& stats) const override { stats.dropped_late += dropped_late_; }
+  void stop_run() override { stop_requested_ = true; }
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
  private:
   int workers_, backup_;
@@ -33,7 +36,8 @@ class SynchronousCoordinator : public StepCoordinator {
   std::vector<int64_t> last_accepted_;    // ps-backup: the version of each worker's last chosen gradient
   std::vector<bool> stopped_;             // told that this epoch is over
   TimeBudget budget_;
-  bool over_ = false;  // the time is up: this epoch is cut short and is the last
+  bool over_ = false;  // the time is up, or a worker diverged: this epoch is cut short and is the last
+  bool stop_requested_ = false;  // a worker diverged
   // A stop for `worker`; the epoch ends with the last one.
   PsDecision stop(size_t worker, uint64_t received);
 };

@@ -6,10 +6,7 @@
 
 namespace ptrain {
 
-namespace {
-
-// A fingerprint of the final parameters, so that two runs can be compared bit for bit.
-std::string fnv1a64_hex(std::span<const std::byte> bytes) {
+std::string bytes_fingerprint(std::span<const std::byte> bytes) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (std::byte b : bytes) h = (h ^ static_cast<uint64_t>(b)) * 0x100000001b3ull;
   char text[17];
@@ -17,9 +14,7 @@ std::string fnv1a64_hex(std::span<const std::byte> bytes) {
   return text;
 }
 
-}  // namespace
-
-std::string params_fingerprint(std::span<const float> params) { return fnv1a64_hex(std::as_bytes(params)); }
+std::string params_fingerprint(std::span<const float> params) { return bytes_fingerprint(std::as_bytes(params)); }
 
 void check_writable(const std::string& path, const std::string& option) {
   check_output_path(path, option + " " + path);

@@ -10,6 +10,8 @@ namespace ptrain {
 
 // A fingerprint (FNV-1a, 64 bits, hex) of parameters, so that two runs can be compared bit for bit.
 std::string params_fingerprint(std::span<const float> params);
+// The same of any bytes (a plan's JSON).
+std::string bytes_fingerprint(std::span<const std::byte> bytes);
 
 // Writes `path` atomically (core/atomic_file.hpp): a failed run never leaves
 // half a file, and a symlink, FIFO or device is never written through.

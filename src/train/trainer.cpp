@@ -11,6 +11,7 @@
 
 #include "comm/local_group.hpp"
 #include "core/error.hpp"
+#include "core/run_failure.hpp"
 #include "core/rng.hpp"
 #include "core/state_stream.hpp"
 #include "core/stopwatch.hpp"
@@ -26,17 +27,26 @@ namespace {
 constexpr uint64_t kDataOrderStream = 1;
 
 // The first failure of a run: later ones are usually the others being woken.
+// `training`: it came after the workers began (a retry from a checkpoint may
+// get past it), not while they set up (the input is wrong).
 class FirstError {
  public:
-  void record(const std::string& message) {
+  void record(const std::string& message, bool training) {
     std::lock_guard lock(mutex_);
-    if (message_.empty()) message_ = message;
+    if (!message_.empty()) return;
+    message_ = message;
+    training_ = training;
   }
-  const std::string& message() const { return message_; }
+  void throw_if_any() const {
+    if (message_.empty()) return;
+    if (training_) throw InterruptedError(message_);
+    throw Error(message_);
+  }
 
  private:
   std::mutex mutex_;
   std::string message_;
+  bool training_ = false;
 };
 
 void validate(const TrainConfig& c, const Dataset& train_set) {
@@ -123,29 +133,100 @@ uint64_t step_in(const std::vector<std::byte>& bytes) {
 class CheckpointClock {
  public:
   CheckpointClock(const Cadence& every, Communicator& comm) : every_(every), comm_(comm) {}
-  // After `step` steps; `epoch_end`: the epoch has just ended.
+  // Lockstep strategies, after `step` steps of every worker; `epoch_end`: the epoch has just ended.
   bool due(size_t step, bool epoch_end) {
     if (every_.steps > 0) return step % every_.steps == 0;
     if (every_.seconds <= 0) return epoch_end;
+    return worker_0_says(since_.seconds() >= every_.seconds);
+  }
+  // The others, at an epoch's end, where the workers' steps differ: every N
+  // steps means every N x W steps of all workers together (`all_steps`).
+  // `can` (worker 0's): false skips this epoch's checkpoint.
+  bool due_at_epoch_end(uint64_t all_steps, bool can) {
+    bool now = can;
+    if (every_.steps > 0) {
+      const uint64_t period = every_.steps * static_cast<uint64_t>(comm_.size());
+      now = now && all_steps / period > last_all_steps_ / period;
+    } else if (every_.seconds > 0) {
+      now = now && since_.seconds() >= every_.seconds;
+    }
+    if (!worker_0_says(now)) return false;
+    last_all_steps_ = all_steps;
+    return true;
+  }
+
+ private:
+  bool worker_0_says(bool yes) {
     std::byte now{0};
-    if (comm_.rank() == 0 && since_.seconds() >= every_.seconds) now = std::byte{1};
+    if (comm_.rank() == 0 && yes) now = std::byte{1};
     comm_.broadcast(std::span(&now, 1), 0);
     if (now == std::byte{1}) since_.reset();
     return now == std::byte{1};
   }
 
- private:
   Cadence every_;
   Communicator& comm_;
   Stopwatch since_;
+  uint64_t last_all_steps_ = 0;
 };
+
+// The steps all workers took together.
+uint64_t steps_of_all(Communicator& comm, uint64_t mine) {
+  uint64_t all = 0;
+  for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span(&mine, 1)))) {
+    uint64_t s = 0;
+    std::memcpy(&s, bytes.data(), std::min(bytes.size(), sizeof s));
+    all += s;
+  }
+  return all;
+}
+
+// Why this worker's step diverged ("": it did not): a non-finite loss, or a
+// gradient beyond fp16's range (the codec saturated it).
+std::string divergence(int rank, float loss, size_t step, uint64_t saturated_now, uint64_t& saturated_before) {
+  std::string why;
+  if (!std::isfinite(loss))
+    why = diverged_loss(rank, loss, step);
+  else if (saturated_now > saturated_before)
+    why = fmt::format("worker {}: {} gradient value(s) beyond fp16's range (+-65504) at step {} (diverged; try a "
+                      "lower learning rate)",
+                      rank, saturated_now - saturated_before, step);
+  saturated_before = saturated_now;
+  return why;
+}
+
+// At an epoch's end, what every worker says of its divergence: "D why" (the
+// run must stop), "d why" (it diverged and left, the others went on), "L why"
+// (it failed and left), "T why" (worker 0: the test loss is not finite), or
+// "" (it trains on). The run diverged when a worker says D, or when every
+// worker left and one of them diverged, or else when the test loss did; when
+// every worker failed and left, the run cannot go on.
+std::string run_divergence(Communicator& comm, const std::string& mine) {
+  const auto all = comm.allgatherv(std::as_bytes(std::span(mine.data(), mine.size())));
+  std::string first_d, first_left, test;
+  bool all_left = true;
+  for (const auto& bytes : all) {
+    const std::string s(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    if (s.starts_with("D ")) return s.substr(2);
+    if (s.starts_with("T ")) test = s.substr(2);
+    if (s.empty() || s.starts_with("T ")) {
+      all_left = false;
+      continue;
+    }
+    if (s.starts_with("d ") && first_d.empty()) first_d = s.substr(2);
+    if (first_left.empty()) first_left = s.substr(2);
+  }
+  if (all_left && !first_d.empty()) return "every worker left; " + first_d;
+  if (all_left) throw InterruptedError("every worker failed and left the run; the first: " + first_left);
+  return test;
+}
 
 // One worker's whole run on `comm` (the workers), whatever the backend; with
 // parameter servers `with_servers` joins them to the shards. Worker 0
 // evaluates, reports progress and fills `result`.
 void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset& train_set,
                 const Dataset* test_set, Model& replica, StrategyGroup& strategy, Communicator& comm,
-                Communicator* with_servers, const TrainCallbacks& callbacks, RunResult& result) {
+                Communicator* with_servers, const TrainCallbacks& callbacks, RunResult& result, bool& began) {
   const int rank = comm.rank(), workers = comm.size();
   std::unique_ptr<StragglerModel> straggler;
   if (rank == config.straggler_rank) straggler = std::make_unique<StragglerModel>(replica, config.straggler_factor);
@@ -165,7 +246,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     const std::vector<std::byte> part = from.read_part(*config.resume, rank);
     StateReader in(part, "checkpoint " + from.part_path(config.resume->step, config.resume->run, rank));
     step = in.take_value<uint64_t>("step");
-    if (step > shape.total_steps)
+    if (side->lockstep() && step > shape.total_steps)
       throw Error(fmt::format("checkpoint {}: taken after step {}, past this run's end at step {} (more epochs?)",
                               config.resume->manifest, step, shape.total_steps));
     if (rank == 0 || !side->replicated()) {
@@ -180,6 +261,9 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     }
     side->load_state(in);
     first_epoch = in.take_value<uint64_t>("epoch.index");
+    if (first_epoch > shape.epochs)  // the workers' steps differ: a checkpoint ends an epoch
+      throw Error(fmt::format("checkpoint {}: taken after epoch {}, past this run's {} epochs", config.resume->manifest,
+                              first_epoch, shape.epochs));
     losses = in.take_vector<float>("epoch.losses");
     epoch_seconds_before = in.take_value<double>("epoch.seconds");
     if (rank == 0) load_result(in, result);
@@ -203,6 +287,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     if (rank == 0) result.resumed_from = config.resume->manifest, result.resumed_at_step = step;  // worker 0 fills the result
     cursor.seek(step);
   }
+  began = true;  // what fails from here on is the run's, not the input's
   comm.barrier();
   side->start();
   std::unique_ptr<CheckpointStore> store;
@@ -216,10 +301,12 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
                                                 config.comm_timeout);
   }
   CheckpointClock checkpoint_clock(config.checkpoint.every, comm);
+  const bool lockstep = side->lockstep();
   Stopwatch epoch_clock;
   auto epoch_seconds = [&] { return epoch_seconds_before + epoch_clock.seconds(); };
   // Every worker writes its part, then worker 0 commits them with the manifest.
-  auto write_checkpoint = [&](size_t next_epoch) {
+  // `key` names the checkpoint: the step (lockstep), or all workers' steps.
+  auto write_checkpoint = [&](size_t next_epoch, uint64_t key) {
     comm.barrier();  // every worker's step done (sequential turns end one after another)
     StateWriter w;
     w.put_value("step", static_cast<uint64_t>(step));
@@ -232,10 +319,14 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     w.put("epoch.losses", losses);
     w.put_value("epoch.seconds", epoch_seconds());
     if (rank == 0) save_result(w, result);
-    writer->submit(step, w.take());  // written and committed while training goes on
+    if (with_servers) comm.barrier();  // no step before worker 0 has the shards' state
+    writer->submit(key, w.take());  // written and committed while training goes on
   };
   bool left = false;
   std::string left_why;
+  std::string my_divergence;    // "D why" or "d why" (see run_divergence) once this worker diverged
+  std::string test_divergence;  // worker 0: "T why" once the test loss is not finite
+  uint64_t saturated = side->codec_stats().saturated;
   for (size_t epoch = first_epoch; epoch < shape.epochs; ++epoch) {
     const size_t epoch_steps = std::min(shape.steps_per_epoch, shape.total_steps - epoch * shape.steps_per_epoch);
     losses.reserve(epoch_steps);  // empty but after a resume (cleared at each epoch's end)
@@ -251,9 +342,22 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
                                                              static_cast<double>(shape.steps_per_epoch),
                             workers};
         const float loss = side->step(batch, info);
-        if (!std::isfinite(loss))
-          throw Error(fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower learning rate)", rank,
-                                  loss, step + 1));
+        std::string why = divergence(rank, loss, step + 1, side->codec_stats().saturated, saturated);
+        if (lockstep) why = side->agree_on_divergence(comm, why);  // the same on every worker
+        if (!why.empty()) {
+          // Lockstep: every worker stops here. The others stop the epoch
+          // early, or leave while the others go on (async).
+          left = true;
+          if (lockstep) {
+            my_divergence = "D " + why;
+          } else if (side->diverged()) {
+            my_divergence = "d " + why;
+            left_why = why + "; it left the run";
+          } else {
+            my_divergence = "D " + why;
+          }
+          break;
+        }
         losses.push_back(loss);
         if (rank == 0) result.step_seconds.push_back(static_cast<float>(result.train_seconds + epoch_seconds()));
         ++step;
@@ -261,9 +365,9 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
         const size_t b = losses.size();
         // Inside the epoch; an epoch that --max-steps cuts short stays open
         // in its checkpoint, so that a longer run resumed from it completes it.
-        if (store && b < shape.steps_per_epoch &&
+        if (store && lockstep && b < shape.steps_per_epoch &&
             (checkpoint_clock.due(step, false) || (config.checkpoint.every.off() && b == epoch_steps)))
-          write_checkpoint(epoch);
+          write_checkpoint(epoch, step);
         if (rank == 0 && callbacks.on_progress && (b % 5 == 0 || b == epoch_steps)) {
           const double t = epoch_seconds();
           callbacks.on_progress(Progress{
@@ -324,12 +428,30 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
       }
       result.epochs.push_back(m);
       if (callbacks.on_epoch_end) callbacks.on_epoch_end(m);
+      if (test_set && !std::isfinite(m.test_loss)) test_divergence = fmt::format(
+          "T the test loss became {} after epoch {} (diverged; try a lower learning rate)", m.test_loss, m.epoch);
     }
     comm.barrier();  // the others wait while worker 0 evaluates
     losses.clear();  // the epoch is in the result now
     epoch_seconds_before = 0, epoch_clock.reset();
-    if (store && !left && epoch_steps == shape.steps_per_epoch && checkpoint_clock.due(step, true))
-      write_checkpoint(epoch + 1);
+    // Asynchronous workers may have left for a failure: their status is
+    // shared too, so that a run every worker left ends.
+    const std::string status = !my_divergence.empty() ? my_divergence
+                               : left                   ? "L " + left_why
+                                                        : test_divergence;
+    if (const std::string why = run_divergence(comm, status); !why.empty()) {
+      if (rank == 0) result.diverged = true, result.diverged_why = why;
+      break;  // no checkpoint of a diverged state
+    }
+    if (store && epoch_steps == shape.steps_per_epoch) {
+      if (lockstep) {
+        if (checkpoint_clock.due(step, true)) write_checkpoint(epoch + 1, step);
+      } else {
+        // Not after worker 0 left (async): it would not know which pushes the shards must have.
+        const uint64_t all = steps_of_all(comm, step);
+        if (checkpoint_clock.due_at_epoch_end(all, !left)) write_checkpoint(epoch + 1, all);
+      }
+    }
     if (side->run_over()) break;
   }
   if (writer) {  // the last checkpoint on disk and committed before the run returns
@@ -416,15 +538,16 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
   std::vector<std::thread> threads;
   for (int r = 0; r < workers; ++r)
     threads.emplace_back([&, r] {
+      bool began = false;
       try {
         if (config.pin_workers) pin_current_thread(r);
         LocalCommunicator comm(group, r);
         std::unique_ptr<LocalCommunicator> to_servers;
         if (with_servers) to_servers = std::make_unique<LocalCommunicator>(with_servers, r);
         run_worker(config, shape, train_set, test_set, *replicas[static_cast<size_t>(r)], *strategy, comm,
-                   to_servers.get(), callbacks, result);
+                   to_servers.get(), callbacks, result, began);
       } catch (const std::exception& e) {
-        first_error.record(e.what());
+        first_error.record(e.what(), began || dynamic_cast<const InterruptedError*>(&e));
         stop_everyone(fmt::format("stopped because worker {} failed", r));
       }
     });
@@ -434,12 +557,12 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
         LocalCommunicator comm(with_servers, workers + s);
         strategy->serve(comm, s, replicas[0]->layout());
       } catch (const std::exception& e) {
-        first_error.record(e.what());
+        first_error.record(e.what(), true);
         stop_everyone(fmt::format("stopped because server shard {} failed", s));
       }
     });
   for (auto& t : threads) t.join();
-  if (!first_error.message().empty()) throw Error(first_error.message());
+  first_error.throw_if_any();
   finish(config, result);
   result.wall_seconds = wall.seconds();
   return result;
@@ -464,7 +587,15 @@ RunResult train_with(Communicator& comm, Communicator* with_servers, const Train
     throw Error(fmt::format("train: {} workers and {} server shards need {} ranks, not {}", comm.size(),
                             strategy->servers(), comm.size() + strategy->servers(), with_servers->size()));
   RunResult result;
-  run_worker(config, shape, train_set, test_set, *model, *strategy, comm, with_servers, callbacks, result);
+  bool began = false;
+  try {
+    run_worker(config, shape, train_set, test_set, *model, *strategy, comm, with_servers, callbacks, result, began);
+  } catch (const InterruptedError&) {
+    throw;
+  } catch (const Error& e) {
+    if (began) throw InterruptedError(e.what());
+    throw;
+  }
   finish(config, result);
   result.wall_seconds = wall.seconds();
   return result;
@@ -493,7 +624,13 @@ void serve_on(Communicator& with_servers, const TrainConfig& config, const Datas
   if (with_servers.size() != config.workers + strategy->servers())
     throw Error(fmt::format("train: {} workers and {} server shards need {} ranks, not {}", config.workers,
                             strategy->servers(), config.workers + strategy->servers(), with_servers.size()));
-  strategy->serve(with_servers, with_servers.rank() - config.workers, model->layout());
+  try {
+    strategy->serve(with_servers, with_servers.rank() - config.workers, model->layout());
+  } catch (const InterruptedError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InterruptedError(e.what());  // a shard fails only once workers talk to it
+  }
 }
 
 }  // namespace ptrain

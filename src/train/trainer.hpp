@@ -12,6 +12,8 @@
 #include "core/dataset.hpp"
 #include "core/fields.hpp"
 #include "core/model.hpp"
+#include "data/fashion_mnist.hpp"
+#include "model/model_input.hpp"
 #include "shm/async_sgd.hpp"
 #include "sync/strategy.hpp"
 #include "train/checkpoint_store.hpp"
@@ -65,6 +67,15 @@ struct LossPoint {
   double loss = 0;  // mean over workers of their batch loss at that step
 };
 
+// A run that went on past a divergence (rollback) or a failed worker
+// (restart), from a checkpoint.
+struct Recovery {
+  std::string kind;  // "rollback" or "restart"
+  std::string why;   // what ended the attempt before
+  std::string from;  // the checkpoint (manifest) it went on from ("": the start)
+  double lr = 0;     // the learning rate from then on
+};
+
 struct RunResult {
   std::vector<EpochMetrics> epochs;
   std::vector<LossPoint> loss_curve;  // every log_every steps
@@ -80,6 +91,11 @@ struct RunResult {
   // Shared-memory strategies: how the run ended, the loss checks, staleness,
   // swaps, locks and backoff (its final_params moved to final_params above).
   std::optional<AsyncSgdResult> shared_memory;
+  // Training diverged (a non-finite loss or test loss, a gradient beyond
+  // fp16's range): the run stopped there, every worker at the same point.
+  bool diverged = false;
+  std::string diverged_why;  // "worker 2: the loss became nan at step 140"
+  std::vector<Recovery> recoveries;  // run(): each rollback and restart, in order
   std::string resumed_from;  // the checkpoint (manifest) the run went on from ("": started afresh)
   size_t resumed_at_step = 0;  // the steps that checkpoint had taken
   size_t checkpoints = 0;      // checkpoints this run wrote
@@ -93,6 +109,12 @@ struct RunResult {
   Task task = Task::Classification;
   size_t parameters = 0;
   size_t train_samples = 0, test_samples = 0;
+  // What the model was built for, how its inputs were transformed, and whether
+  // the caller's factory (RunInputs::model) built it: what saving the trained
+  // model needs besides final_params (run/save_model.hpp).
+  ModelInput model_input;
+  std::optional<Standardization> standardization;  // none: features as loaded
+  bool caller_model = false;
 };
 
 struct Progress {

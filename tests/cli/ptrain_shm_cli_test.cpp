@@ -1,10 +1,21 @@
 // `ptrain shm` and `ptrain sweep` as a user meets them: errors, a real run on
-// Fashion-MNIST with its report, a diverged run, and a small sweep's CSV.
+// Fashion-MNIST with its report, a diverged run, a small sweep's CSV, a sweep
+// killed and resumed, a torn last line, a CSV of another grid refused, and a
+// crashed run counted.
+#include <algorithm>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "run_ptrain.hpp"
 
@@ -28,6 +39,47 @@ std::vector<std::string> read_lines(const std::string& path) {
 }
 
 size_t fields(const std::string& csv_line) { return 1 + static_cast<size_t>(std::count(csv_line.begin(), csv_line.end(), ',')); }
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out(1);
+  for (char c : line) {
+    if (c == ',') out.emplace_back();
+    else out.back().push_back(c);
+  }
+  return out;
+}
+
+std::string text_of(const std::string& path) {
+  auto bytes = test::read_bytes(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// The sweeps of the resume tests: seq (one thread, deterministic) and hogwild
+// (two threads), two step sizes, softmax regression on a small subset.
+const std::string kResumeSweep =
+    "sweep --strategies seq,hogwild --threads 2 --batch 16 --lr 0.05,0.1 --repetitions 1 --train-samples 1000 "
+    "--loss-sample 500 --epochs 1 --target-loss 1.2 --model softmax --csv ";
+
+// The same rows as a sweep never stopped: every run in the same order; a seq
+// run with the same figures but for its times (seconds to the target, training
+// seconds, updates/s); an asynchronous run in the same cell, as diverged and
+// crashed as before.
+void expect_same_runs(const std::string& resumed, const std::string& whole) {
+  const auto a = read_lines(resumed), b = read_lines(whole);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto x = split(a[i]), y = split(b[i]);
+    ASSERT_EQ(x.size(), y.size()) << a[i];
+    const bool deterministic = x[0] == "seq";
+    for (size_t c = 0; c < x.size(); ++c) {
+      const bool timing = c == 8 || c == 13 || c == 16;
+      const bool key_or_count = c <= 5 || c == 11 || c == 12;
+      if (i == 0 || key_or_count || (deterministic && !timing)) {
+        EXPECT_EQ(x[c], y[c]) << "line " << i + 1 << " column " << c + 1;
+      }
+    }
+  }
+}
 
 TEST(PtrainShmCli, ImpossibleOptionsAreOneLineErrors) {
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -97,25 +149,156 @@ TEST(PtrainShmCli, ADivergedRunStopsCleanlyAndSaysSo) {
       "--report " + dir.file("r.json"));
   EXPECT_EQ(o.exit_code, 3) << o.err << o.out;
   EXPECT_NE(o.out.find("stopped by   diverged"), std::string::npos) << o.out;
-  EXPECT_EQ(o.err, "");
-  EXPECT_TRUE(read_json(dir.file("r.json"))["shared_memory"]["diverged"].get<bool>());
+  EXPECT_TRUE(o.err.starts_with("ptrain: error: training diverged: thread ")) << o.err;  // one line
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  const auto report = read_json(dir.file("r.json"));
+  EXPECT_TRUE(report["shared_memory"]["diverged"].get<bool>());
+  EXPECT_EQ(report["outcome"]["status"], "diverged");
 }
 
 TEST(PtrainShmCli, SweepWritesOneRowPerRun) {
   test::ScratchDir dir;
   const Outcome o = run_ptrain(
       "sweep --strategies seq,hogwild,leashed --threads 1,2 --batch 16 --lr 0.05,0.1 --repetitions 2 "
-      "--train-samples 1000 --loss-sample 500 --epochs 1 --target-loss 1.2 --model softmax --csv " + dir.file("s.csv"));
+      "--train-samples 1000 --loss-sample 500 --epochs 1 --target-loss 1.2 --model softmax --csv " + dir.file("s.csv") +
+      " --summary-csv " + dir.file("cells.csv"));
   ASSERT_EQ(o.exit_code, 0) << o.err << o.out;
   const auto rows = read_lines(dir.file("s.csv"));
   // seq once per lr (1 thread); hogwild and leashed at 1 and 2 threads; 2 repetitions each.
   ASSERT_EQ(rows.size(), 1u + (2 + 2 * 2 * 2) * 2);
   const size_t columns = fields(rows[0]);
+  EXPECT_EQ(columns, 30u);
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(fields(rows[i]), columns) << rows[i];
   EXPECT_EQ(rows[1].rfind("seq,1,16,0.05,0,", 0), 0u) << rows[1];
   EXPECT_EQ(rows[2].rfind("seq,1,16,0.05,1,", 0), 0u) << rows[2];  // the next repetition, seed + 1
+  EXPECT_EQ(split(rows[1])[12], "0");                               // not crashed
   EXPECT_NE(o.out.find("best batch and step size"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("leashed  2 thread(s): batch 16"), std::string::npos) << o.out;
+  // Per grid point: the runs that reached the target, diverged and crashed.
+  EXPECT_NE(o.out.find("seq      1 thread(s) batch 16   lr 0.05  : 2 of 2 reached, 0 diverged, 0 crashed, "),
+            std::string::npos)
+      << o.out;
+  const auto cells = read_lines(dir.file("cells.csv"));
+  ASSERT_EQ(cells.size(), 1u + 2 + 2 * 2 * 2);
+  EXPECT_EQ(cells[0], "strategy,threads,batch,lr,runs,reached_target,diverged,crashed,median_seconds_to_target");
+  EXPECT_EQ(cells[1].rfind("seq,1,16,0.05,2,2,0,0,", 0), 0u) << cells[1];
+}
+
+TEST(PtrainShmCli, AKilledSweepOrATornLastLineResumesToTheRowsOfOneNeverStopped) {
+  test::ScratchDir dir, outputs;
+  const std::string whole = dir.file("whole.csv"), killed = dir.file("killed.csv"), torn = dir.file("torn.csv");
+  ASSERT_EQ(run_ptrain(kResumeSweep + whole).exit_code, 0);
+  // The same sweep, SIGKILLed once its first row is on disk.
+  const std::string command = "exec " + std::string(PTRAIN_EXE) + " " + kResumeSweep + killed + " >" +
+                              outputs.file("out") + " 2>" + outputs.file("err");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  bool ended = false;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  auto whole_lines = [&] {
+    const std::string text = std::filesystem::exists(killed) ? text_of(killed) : "";
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  };
+  while (!ended && whole_lines() < 2 && std::chrono::steady_clock::now() < give_up) {
+    ended = ::waitpid(pid, &status, WNOHANG) == pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!ended) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the sweep ended before it was killed: " << text_of(outputs.file("out"));
+  // Whole rows (a kill inside a write may leave a torn last one, which resuming drops), and no
+  // temporary file beside them.
+  const size_t kept = whole_lines() - 1;
+  ASSERT_GE(kept, 1u);
+  ASSERT_LT(kept, 4u);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()), 2);
+
+  const Outcome resumed = run_ptrain(kResumeSweep + killed);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find(fmt::format("resuming: {} of 4 runs are in it", kept)), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find(fmt::format("[{}/{}]", 4 - kept, 4 - kept)), std::string::npos) << resumed.out;
+  expect_same_runs(killed, whole);
+
+  // A row cut short: the header, the first seq row and half of the second.
+  const auto lines = read_lines(whole);
+  std::ofstream(torn) << lines[0] << "\n" << lines[1] << "\n" << lines[2].substr(0, lines[2].size() / 2);
+  const Outcome o = run_ptrain(kResumeSweep + torn);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("dropped a torn last line"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("resuming: 1 of 4 runs are in it (0 diverged, 0 crashed); running the other 3"),
+            std::string::npos)
+      << o.out;
+  expect_same_runs(torn, whole);
+}
+
+TEST(PtrainShmCli, ASweepRefusesTheCsvOfAnotherGridALinkAndADamagedLine) {
+  test::ScratchDir dir;
+  const std::string csv = dir.file("s.csv");
+  const std::string grid =
+      "sweep --strategies seq --batch 16 --lr 0.05 --repetitions 1 --train-samples 500 --loss-sample 200 --epochs 1 "
+      "--model softmax --csv ";
+  ASSERT_EQ(run_ptrain(grid + csv).exit_code, 0);
+  const std::string written = text_of(csv);
+  std::filesystem::create_symlink(csv, dir.file("link.csv"));
+  std::ofstream(dir.file("damaged.csv")) << read_lines(csv)[0] << "\nseq,1,16\n";
+  ASSERT_EQ(::mkfifo(dir.file("fifo.csv").c_str(), 0600), 0);
+  test::expect_one_line_errors({
+      {"sweep --strategies seq --batch 32 --lr 0.05 --repetitions 1 --model softmax --csv " + csv,
+       "--csv " + csv + ": line 2: seq, 1 thread(s), batch 16, lr 0.05, repetition 0 is not a run of this sweep's grid"},
+      {"sweep --strategies seq --batch 16 --lr 0.05 --repetitions 1 --train-samples 500 --loss-sample 200 "
+       "--epochs 2 --model softmax --csv " + csv,
+       "--csv " + csv + ": line 2: seq, 1 thread(s), batch 16, lr 0.05, repetition 0 ran with another plan"},
+      {grid + dir.file("link.csv"), "--csv " + dir.file("link.csv") + ": is a symbolic link; not written"},
+      {grid + dir.file("damaged.csv"), "--csv " + dir.file("damaged.csv") + ": line 2 is damaged: 3 fields"},
+      {grid + dir.file("fifo.csv"), "--csv " + dir.file("fifo.csv") + ": is not a regular file"},
+  });
+  EXPECT_EQ(text_of(csv), written);  // untouched
+}
+
+// A model (TorchScript, from Python) that fails on a training batch of 24.
+constexpr const char* kFailingModel = R"(
+import sys
+import torch
+from torch import nn
+
+class NoBatchOf24(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+
+    def forward(self, x):
+        if x.size(0) == 24:
+            raise RuntimeError("no batch of 24")
+        return self.net(x)
+
+torch.jit.script(NoBatchOf24()).save(sys.argv[1])
+)";
+
+TEST(PtrainShmCli, ACrashedRunIsCountedAndTheSweepGoesOn) {
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 cannot import torch (Debian: python3-torch)";
+  test::ScratchDir dir;
+  std::ofstream(dir.file("make.py")) << kFailingModel;
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + dir.file("make.py") + " " + dir.file("m.pt")).c_str()), 0);
+  const Outcome o = run_ptrain(
+      "sweep --strategies seq --batch 24,16 --lr 0.05 --repetitions 1 --train-samples 1000 --loss-sample 500 "
+      "--epochs 1 --target-loss 1.2 --model " + dir.file("m.pt") + " --csv " + dir.file("s.csv"));
+  ASSERT_EQ(o.exit_code, 0) << o.err << o.out;
+  const auto rows = read_lines(dir.file("s.csv"));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].rfind("seq,1,24,0.05,0,42,crashed,0,,,,0,1,", 0), 0u) << rows[1];
+  EXPECT_NE(rows[1].find(",\"shared-memory thread 0 failed: model torchscript: no batch of 24\""), std::string::npos)
+      << rows[1];
+  EXPECT_EQ(split(rows[2])[12], "0");  // the next run went on
+  EXPECT_NE(o.out.find("batch 24   lr 0.05  : 0 of 1 reached, 0 diverged, 1 crashed"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("batch 16   lr 0.05  : 1 of 1 reached, 0 diverged, 0 crashed"), std::string::npos) << o.out;
 }
 
 }  // namespace

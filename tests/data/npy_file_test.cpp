@@ -556,6 +556,18 @@ TEST(NpyClassification, TwoDimensionalLabelsAreTargetsPerPosition) {
   EXPECT_EQ(d.targets(1)[2], 7);
 }
 
+// uint8 token ids are ids, not pixels: not scaled (they were, and every id
+// below 255 became token 0 once the model cast it back to an integer).
+TEST(NpyClassification, Uint8TokenIdsAreNotScaled) {
+  ScratchDir dir;
+  const auto files = write_set(dir, npy_bytes("|u1", "(2, 3)", {1, 2, 3, 4, 5, 255}),
+                               npy_bytes("|u1", "(2, 3)", {2, 3, 4, 5, 6, 7}));
+  const Dataset d = load_npy_dataset(files.features, files.labels, "tokens", 256);
+  EXPECT_EQ(d.task(), Task::LanguageModel);
+  EXPECT_EQ(std::vector<float>(d.features().begin(), d.features().end()),
+            (std::vector<float>{1.f, 2.f, 3.f, 4.f, 5.f, 255.f}));
+}
+
 TEST(NpyClassification, NonFiniteFeaturesNameFileAndIndex) {
   ScratchDir dir;
   const auto labels = npy_bytes("<i8", "(2,)", le_bytes<int64_t>({0, 1}));

@@ -518,7 +518,7 @@ TEST(ShardServer, MalformedRequestsAreErrorsNamingTheProblem) {
         kind == PsRequestKind::Begin
             ? "ps-sync: worker 0 asked server shard 0 to begin a step (only shard 0 coordinates)"
             : "ps-sync: worker 0 sent a claim to server shard 0 (only shard 0 coordinates)");
-  for (uint32_t kind : {0u, 8u, 99u})
+  for (uint32_t kind : {0u, 11u, 99u})
     expect_shard_error(
         3, sync,
         [&](const auto& group) {

@@ -1,7 +1,9 @@
 // Issue 15: checkpoints and exact resume through run(). A run killed mid-way
 // (a worker throws at a chosen step) and resumed from its newest checkpoint
 // ends with the bits of the run that was never interrupted, for every codec
-// and optimizer of the synchronous strategies.
+// and optimizer of the synchronous strategies; the parameter-server strategies
+// that are not in lockstep resume at epoch ends.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -143,6 +145,75 @@ TEST(CheckpointResume, SequentialEndsWithTheSameBits) {
     plan.optimizer = *OptimizerRegistry::make(optimizer);
     expect_exact_resume(plan, "sequential x " + std::string(optimizer));
   }
+}
+
+TEST(CheckpointResume, PsSyncWithEveryCodecEndsWithTheSameBits) {
+  // ps-sync is lockstep, so it checkpoints inside epochs: each shard's
+  // parameters, optimizer, decoder and counters, and shard 0's coordinator.
+  for (auto codec : CodecRegistry::names())
+    for (int servers : {1, 2}) {
+      RunPlan plan = small_plan();
+      PsSyncOptions ps;
+      ps.servers = servers;
+      plan.strategy = ps;
+      plan.codec = *CodecRegistry::make(codec);
+      std::visit(
+          [](auto& c) {
+            if constexpr (requires { c.density; }) c.density = 0.2, c.warmup = 1;
+            if constexpr (requires { c.ratio; }) c.ratio = 0.2;
+            if constexpr (requires { c.rounding; }) c.rounding = Rounding::Stochastic;
+          },
+          plan.codec);
+      expect_exact_resume(plan, fmt::format("ps-sync, {} shard(s), {}", servers, codec));
+    }
+}
+
+// The strategies whose workers take different steps checkpoint at epoch ends.
+// A run that stops after one epoch with its checkpoint, resumed for a second,
+// goes on from the shards' state (versions, statistics, clocks) and learns.
+void expect_resume_at_epoch_end(RunPlan plan, const std::string& what) {
+  const LoadedData data = clusters();
+  plan.optimizer = SgdOptions{};
+  std::visit([](auto& o) { o.lr = 0.05f; }, plan.optimizer);
+  test::ScratchDir dir;
+  plan.run.checkpoint_dir = dir.file("ckpt");
+  plan.run.epochs = 1;
+  World world = make_world(plan);
+  const RunResult first = run(plan, world, {}, data_only(data));
+  ASSERT_EQ(first.checkpoints, 1u) << what;
+  RunPlan longer = plan;
+  longer.run.epochs = 3;
+  RunInputs inputs = data_only(data);
+  inputs.resume = plan.run.checkpoint_dir;
+  const RunResult resumed = run(longer, world, {}, inputs);
+  ASSERT_EQ(resumed.epochs.size(), 3u) << what;
+  EXPECT_EQ(resumed.epochs[0].train_loss, first.epochs[0].train_loss) << what;  // kept from the checkpoint
+  EXPECT_EQ(resumed.resumed_at_step, first.worker_steps[0]) << what;
+  ASSERT_EQ(resumed.servers.size(), first.servers.size()) << what;
+  // The shards went on counting from their checkpointed state.
+  EXPECT_GT(resumed.servers[0].updates, first.servers[0].updates) << what;
+  uint64_t all_first = 0, all_resumed = 0;
+  for (auto s : first.worker_steps) all_first += s;
+  for (auto s : resumed.worker_steps) all_resumed += s;
+  EXPECT_GT(all_resumed, all_first) << what;
+  // And learned on: the resumed epochs improve on the first.
+  EXPECT_LT(resumed.epochs[2].train_loss, first.epochs[0].train_loss) << what;
+  EXPECT_GT(resumed.epochs[2].test_accuracy, 0.8) << what;
+  EXPECT_EQ(newest_checkpoint(plan.run.checkpoint_dir).step, all_resumed) << what;
+}
+
+TEST(CheckpointResume, PsBackupSspAndAsyncResumeAtEpochEnds) {
+  RunPlan plan = small_plan();
+  plan.strategy = PsBackupOptions{};
+  expect_resume_at_epoch_end(plan, "ps-backup");
+  SspOptions ssp;
+  ssp.servers = 2;
+  plan.strategy = ssp;
+  plan.codec = TopkOptions{};
+  expect_resume_at_epoch_end(plan, "ssp, 2 shards, top-k");
+  plan.strategy = AsyncOptions{};
+  plan.codec = DgcOptions{};
+  expect_resume_at_epoch_end(plan, "async, dgc");
 }
 
 TEST(CheckpointResume, AtEpochEndsAndFromTheLastCheckpointOfARunThatEnded) {
@@ -320,12 +391,11 @@ TEST(CheckpointResume, RefusesPartsThatDoNotFitTogetherAtOnce) {
 
 TEST(CheckpointResume, ThePlanRefusesStrategiesWithoutCheckpoints) {
   RunPlan plan = small_plan();
-  plan.strategy = PsSyncOptions{};
+  plan.strategy = HogwildOptions{};
   plan.run.checkpoint_dir = "/tmp/never";
   plan.run.checkpoint_every = Cadence{0, 30};
   Problems problems = check_plan(plan);
-  EXPECT_NE(problems.joined().find("run.checkpoint_dir: the ps-sync strategy does not write checkpoints yet (hybrid "
-                                   "and sequential do)"),
+  EXPECT_NE(problems.joined().find("run.checkpoint_dir: the hogwild strategy does not write checkpoints yet"),
             std::string::npos)
       << problems.joined();
   plan = small_plan();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/netcluster end to end: up 3 shaped hosts, status, MPI across them (one
-# rank in each namespace, an all-reduce checked for its sum), down, and a
+# rank in each namespace, an all-reduce checked for its sum, a short training
+# run that names its transport: TCP on the cluster's interface), down, and a
 # failed up that leaves nothing behind. Skipped (CTest exit 77, with the
 # reason) where there is no root or no network namespaces.
 #   tests/tools/netcluster_test.sh PTRAIN_EXECUTABLE
@@ -32,6 +33,15 @@ addresses=$("$netcluster" run 3 --name "$name" -- sh -c 'ip -4 -o addr show dev 
 out=$("$netcluster" run 3 --name "$name" -- "$ptrain" bench allreduce --algo ring --sizes 1MiB)
 echo "$out"
 grep -qE "ring +1MiB .* ok$" <<<"$out" || fail "the all-reduce across the cluster did not check out"
+
+# Training across the hosts names the transport the cluster set: TCP on eth0 only.
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  out=$("$netcluster" run 3 --name "$name" -- "$ptrain" train --model softmax --train-samples 960 --epochs 1 \
+    --max-steps 5 --batch 16 2>&1)
+  grep -q "several hosts: the MPI transport you set (btl=tcp,self, btl_tcp_if_include=eth0)" <<<"$out" ||
+    fail "training across the cluster does not name its transport: $out"
+  ! grep -q "warning" <<<"$out" || fail "training across the cluster warned: $out"
+fi
 
 "$netcluster" down --name "$name"
 [ "$(leftovers)" -eq 0 ] || fail "down left namespaces or links behind"

@@ -71,5 +71,52 @@ TEST(MpiCheckpoints, RanksResumeToTheBitsOfTheUninterruptedRun) {
   EXPECT_EQ(threads.final_params, whole.final_params);
 }
 
+// ps-sync with its shard on the last rank: every worker rank writes its part
+// (worker 0's holds the shard's state), and the run resumes on ranks to the
+// same bits, and on threads too.
+TEST(MpiCheckpoints, PsSyncRanksResumeToTheBitsOfTheUninterruptedRun) {
+  MpiCommunicator world(std::chrono::seconds(60));
+  if (world.size() < 2) GTEST_SKIP() << "needs a worker and a shard";
+  const int workers = world.size() - 1;
+  const bool serving = world.rank() == workers;
+  auto mine = world.split(serving ? 1 : 0);
+  const Dataset data = make_gaussian_clusters(480, 6, 3, 2);
+  TrainConfig whole_config = config_for(workers);
+  whole_config.make_strategy = test::named_strategy("ps-sync", 1);
+  auto run_it = [&](const TrainConfig& c) {
+    if (serving) {
+      serve_on(world, c, data, test::softmax_factory(data));
+      return RunResult{};
+    }
+    return train_on(*mine, world, c, data, &data, test::softmax_factory(data));
+  };
+  const RunResult whole = run_it(whole_config);
+
+  std::unique_ptr<test::ScratchDir> scratch;
+  if (world.rank() == 0) scratch = std::make_unique<test::ScratchDir>();
+  const std::string dir = shared_dir(world, scratch.get()) + "/ckpt";
+  TrainConfig cut = whole_config;
+  cut.checkpoint.dir = dir;
+  cut.checkpoint.every = Cadence{5, 0};
+  cut.checkpoint.plan_json = "{}";
+  const size_t steps = 480 / static_cast<size_t>(workers) / 8;  // per epoch
+  cut.max_steps = steps + 7;
+  run_it(cut);
+  world.barrier();
+
+  TrainConfig resumed_config = whole_config;
+  resumed_config.resume_dir = dir;
+  resumed_config.resume = CheckpointStore(dir, 3).newest();
+  ASSERT_TRUE(resumed_config.resume);
+  EXPECT_EQ(resumed_config.resume->step, (steps + 7) / 5 * 5);
+  EXPECT_EQ(resumed_config.resume->parts.size(), static_cast<size_t>(workers));
+  const RunResult resumed = run_it(resumed_config);
+  if (world.rank() != 0) return;
+  EXPECT_EQ(resumed.final_params, whole.final_params);
+  EXPECT_EQ(resumed.step_losses, whole.step_losses);
+  const RunResult threads = train(resumed_config, data, &data, test::softmax_factory(data));
+  EXPECT_EQ(threads.final_params, whole.final_params);
+}
+
 }  // namespace
 }  // namespace ptrain

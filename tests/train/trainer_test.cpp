@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/run_failure.hpp"
 #include "test_models.hpp"
 #include "test_support.hpp"
 #include "run/report.hpp"
@@ -98,15 +99,18 @@ TEST(Trainer, AFailingWorkerStopsTheRunWithItsErrorInsteadOfHanging) {
       auto c = small_config(3);
       c.make_strategy = test::named_strategy(strategy);
       c.comm_timeout = std::chrono::seconds(30);
+      if (nan) {  // divergence: every worker stops at that step, and the run returns what it has
+        const RunResult r = train(c, data, nullptr, factory);
+        EXPECT_TRUE(r.diverged) << strategy;
+        EXPECT_NE(r.diverged_why.find("worker 2: the loss became nan at step 4"), std::string::npos) << r.diverged_why;
+        EXPECT_EQ(r.worker_steps, (std::vector<size_t>{3, 3, 3})) << strategy;
+        continue;
+      }
       try {
         train(c, data, nullptr, factory);
         FAIL() << "expected an error";
-      } catch (const Error& e) {
-        const std::string what = e.what();
-        if (nan)
-          EXPECT_NE(what.find("worker 2: the loss became nan at step 4"), std::string::npos) << what;
-        else
-          EXPECT_EQ(what, "worker 2 failed at its step 4: disk on fire");
+      } catch (const InterruptedError& e) {  // a failed worker: a restart may get past it
+        EXPECT_STREQ(e.what(), "worker 2 failed at its step 4: disk on fire");
       }
     }
   }

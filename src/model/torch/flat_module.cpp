@@ -101,6 +101,28 @@ FlatModule::Parts parts_of(const std::shared_ptr<torch::nn::Module>& module, For
 
 }  // namespace
 
+std::vector<std::pair<std::string, torch::Tensor>> bound_parameters(
+    const std::vector<std::pair<std::string, torch::Tensor>>& parameters, const std::string& name) {
+  // A tensor registered in two places (a Linear used twice) is one parameter:
+  // LibTorch lists it under each name, so keep its first. Parameters that do
+  // not require a gradient are frozen: like buffers (BatchNorm's running
+  // statistics), they stay in each replica and are not synchronized; the seed
+  // (or the TorchScript file) makes them the same in every replica to start with.
+  std::vector<std::pair<std::string, torch::Tensor>> trained;
+  std::unordered_set<const c10::TensorImpl*> seen;
+  for (const auto& [key, p] : parameters) {
+    if (!p.defined() || !p.requires_grad() || !seen.insert(p.unsafeGetTensorImpl()).second) continue;
+    if (p.scalar_type() != torch::kFloat32 || !p.device().is_cpu())
+      throw Error("model " + name + ": parameter " + key + " is " +
+                  std::string(c10::toString(p.scalar_type())) + " on " + p.device().str() +
+                  "; ptrain trains float32 parameters on the CPU");
+    if (!p.is_leaf()) throw Error("model " + name + ": parameter " + key + " is computed, not a leaf tensor");
+    trained.emplace_back(key, p);
+  }
+  if (trained.empty()) throw Error("model " + name + ": has no parameters to train");
+  return trained;
+}
+
 FlatModule::FlatModule(std::string name, std::shared_ptr<torch::nn::Module> module, ForwardFunction forward,
                        LossFunction loss)
     : FlatModule(std::move(name), parts_of(module, std::move(forward), std::move(loss))) {
@@ -116,22 +138,7 @@ FlatModule::FlatModule(std::string name, Parts parts)
       loss_(std::move(parts.loss)),
       set_training_(std::move(parts.set_training)) {
   if (!forward_) throw Error("model " + name_ + ": no forward function given");
-  // A tensor registered in two places (a Linear used twice) is one parameter:
-  // LibTorch lists it under each name, so keep its first. Parameters that do
-  // not require a gradient are frozen: like buffers (BatchNorm's running
-  // statistics), they stay in each replica and are not synchronized; the seed
-  // (or the TorchScript file) makes them the same in every replica to start with.
-  std::vector<std::pair<std::string, torch::Tensor>> trained;
-  std::unordered_set<const c10::TensorImpl*> seen;
-  for (auto& [key, p] : parts.parameters) {
-    if (!p.defined() || !p.requires_grad() || !seen.insert(p.unsafeGetTensorImpl()).second) continue;
-    if (p.scalar_type() != torch::kFloat32 || !p.device().is_cpu())
-      throw Error("model " + name_ + ": parameter " + key + " is " + std::string(c10::toString(p.scalar_type())) +
-                  " on " + p.device().str() + "; ptrain trains float32 parameters on the CPU");
-    if (!p.is_leaf()) throw Error("model " + name_ + ": parameter " + key + " is computed, not a leaf tensor");
-    trained.emplace_back(key, p);
-  }
-  if (trained.empty()) throw Error("model " + name_ + ": has no parameters to train");
+  auto trained = bound_parameters(parts.parameters, name_);
   for (const auto& [key, p] : trained) layout_.add(key, p.sizes().vec());
   const auto total = static_cast<int64_t>(layout_.total());
   flat_params_ = torch::empty({total}, torch::kFloat32);

@@ -24,6 +24,13 @@ using ForwardFunction = std::function<torch::Tensor(const torch::Tensor& input)>
 // of shape [N] (one class per sample) or [N, T] (a target per position).
 using LossFunction = std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& labels)>;
 
+// The parameters a FlatModule binds, in its layout's order: those that
+// require a gradient, each tensor once (under its first name). Throws
+// ptrain::Error "model <name>: ..." for one that is not a float32 CPU leaf
+// tensor, or when none is left.
+std::vector<std::pair<std::string, torch::Tensor>> bound_parameters(
+    const std::vector<std::pair<std::string, torch::Tensor>>& parameters, const std::string& name);
+
 class FlatModule : public Model {
  public:
   // What any module brings: its parameters by name (a tensor shared by two

@@ -1,5 +1,7 @@
 #include "model/torch_models.hpp"
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "model/blas_check.hpp"
 #include "model/torch/flat_module.hpp"
@@ -56,6 +58,41 @@ std::unique_ptr<Model> MlpOptions::make(const ModelInput& input) const {
 std::unique_ptr<Model> CnnOptions::make(const ModelInput& input) const {
   return seeded_torch_build(input.seed,
                             [&] { return std::make_unique<FlatModule>("cnn", make_cnn(input.sample_shape, input.classes)); });
+}
+
+// The TorchScript twins of make_mlp and make_cnn: the same ATen operators in
+// the same order (torch::nn's Flatten, Linear, ReLU, Conv2d and MaxPool2d call
+// exactly these), over the parameters in the Sequential's order, so a saved
+// model computes the bits the trained one did (tests/model/saved_model_torch_test.cpp).
+ModelScript MlpOptions::script(const ModelInput&) const {
+  ModelScript s;
+  s.class_name = "Mlp";
+  s.forward = "def forward(self, x: Tensor) -> Tensor:\n    x = x.flatten(1)\n";
+  for (size_t layer = 0; layer <= hidden.size(); ++layer) {
+    s.parameters.push_back(fmt::format("fc{}_weight", layer));
+    s.parameters.push_back(fmt::format("fc{}_bias", layer));
+    const std::string linear = fmt::format("torch.linear(x, self.fc{0}_weight, self.fc{0}_bias)", layer);
+    s.forward +=
+        layer < hidden.size() ? "    x = torch.relu(" + linear + ")\n" : "    return " + linear + "\n";
+  }
+  return s;
+}
+
+ModelScript CnnOptions::script(const ModelInput&) const {
+  ModelScript s;
+  s.class_name = "Cnn";
+  s.parameters = {"conv0_weight", "conv0_bias", "conv1_weight", "conv1_bias",
+                  "fc0_weight",   "fc0_bias",   "fc1_weight",   "fc1_bias"};
+  s.forward = R"(def forward(self, x: Tensor) -> Tensor:
+    x = torch.relu(torch.conv2d(x, self.conv0_weight, self.conv0_bias, [1, 1], [2, 2], [1, 1], 1))
+    x = torch.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], False)
+    x = torch.relu(torch.conv2d(x, self.conv1_weight, self.conv1_bias, [1, 1], [2, 2], [1, 1], 1))
+    x = torch.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], False)
+    x = x.flatten(1)
+    x = torch.relu(torch.linear(x, self.fc0_weight, self.fc0_bias))
+    return torch.linear(x, self.fc1_weight, self.fc1_bias)
+)";
+  return s;
 }
 
 void set_compute_threads(int n) {

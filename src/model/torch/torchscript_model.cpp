@@ -6,37 +6,42 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "model/saved_model.hpp"
 #include "model/torch/flat_module.hpp"
 #include "model/torch/torch_error.hpp"
 #include "model/torch/torch_module_model.hpp"
+#include "model/torch/torchscript_file.hpp"
 #include "model/torch_models.hpp"
 
 namespace ptrain {
 
-namespace {
-
-torch::jit::Module load_module(const std::string& path) {
+torch::jit::Module load_torchscript_network(const std::string& path) {
   const std::string what = "model torchscript: " + path + ": ";
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (!std::filesystem::exists(status)) throw Error(what + "no such file");
   if (!std::filesystem::is_regular_file(status)) throw Error(what + "not a regular file");
+  torch::jit::Module module;
   try {
     // One load at a time: the workers' replicas load at once, and loading
     // registers the file's classes in LibTorch's type tables.
     std::lock_guard lock(torch_init_mutex());
-    return torch::jit::load(path, torch::kCPU);
+    module = torch::jit::load(path, torch::kCPU);
   } catch (const c10::Error& e) {
     throw Error(what + "not a TorchScript module saved by torch.jit.save (" + torch_error_line(e) + ")");
   }
+  // A file ptrain saved: its forward standardises raw samples; the network
+  // inside takes them standardised, as ptrain hands them to a model.
+  if (module.hasattr(kSavedModelFormatAttribute) && module.hasattr("model") &&
+      module.attr("model").isModule())
+    return module.attr("model").toModule();
+  return module;
 }
-
-}  // namespace
 
 std::unique_ptr<Model> TorchScriptOptions::make(const ModelInput& /*input: the file has the weights*/) const {
   if (path.empty())
     throw Error("model torchscript: no path given: the file of a module scripted and saved in Python (model.path)");
-  torch::jit::Module module = load_module(path);
+  torch::jit::Module module = load_torchscript_network(path);
   const auto forward = module.find_method("forward");
   if (!forward) throw Error("model torchscript: " + path + ": the module has no forward method");
   FlatModule::Parts parts;

@@ -14,6 +14,14 @@ std::unique_ptr<Model> CnnOptions::make(const ModelInput&) const {
   throw Error("model cnn: this build of ptrain has no LibTorch (built with PTRAIN_WITH_TORCH=OFF)");
 }
 
+ModelScript MlpOptions::script(const ModelInput&) const {
+  throw Error("model mlp: this build of ptrain has no LibTorch (built with PTRAIN_WITH_TORCH=OFF)");
+}
+
+ModelScript CnnOptions::script(const ModelInput&) const {
+  throw Error("model cnn: this build of ptrain has no LibTorch (built with PTRAIN_WITH_TORCH=OFF)");
+}
+
 std::unique_ptr<Model> TorchScriptOptions::make(const ModelInput&) const {
   throw Error("model torchscript: this build of ptrain has no LibTorch (built with PTRAIN_WITH_TORCH=OFF)");
 }
