@@ -268,22 +268,29 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     epoch_seconds_before = in.take_value<double>("epoch.seconds");
     if (rank == 0) load_result(in, result);
     in.expect_end();
-    // The trainer writes a part after `step` steps, `losses` of them into its
-    // epoch, on every worker at the same step. A part that says otherwise
-    // would leave the workers waiting on each other until the timeout.
-    if (step != first_epoch * shape.steps_per_epoch + losses.size())
-      throw Error(fmt::format(
-          "checkpoint {}: worker {}'s part is at step {}, which is not {} steps into epoch {} of "
-          "{} steps each",
-          config.resume->manifest, rank, step, losses.size(), first_epoch + 1, shape.steps_per_epoch));
-    const uint64_t mine = step;
-    const auto steps = comm.allgatherv(std::as_bytes(std::span(&mine, 1)));
-    for (size_t r = 0; r < steps.size(); ++r)
-      if (steps[r] != steps[0])
-        throw Error(
-            fmt::format("checkpoint {}: the workers' parts are at different steps (worker 0's at {}, "
-                        "worker {}'s at {})",
-                        config.resume->manifest, step_in(steps[0]), r, step_in(steps[r])));
+    if (side->lockstep()) {
+      // A lockstep trainer writes a part after `step` steps, `losses` of them
+      // into its epoch, on every worker at the same step. A part that says
+      // otherwise would leave the workers waiting on each other until the timeout.
+      if (step != first_epoch * shape.steps_per_epoch + losses.size())
+        throw Error(fmt::format(
+            "checkpoint {}: worker {}'s part is at step {}, which is not {} steps into epoch {} of "
+            "{} steps each",
+            config.resume->manifest, rank, step, losses.size(), first_epoch + 1, shape.steps_per_epoch));
+      const uint64_t mine = step;
+      const auto steps = comm.allgatherv(std::as_bytes(std::span(&mine, 1)));
+      for (size_t r = 0; r < steps.size(); ++r)
+        if (steps[r] != steps[0])
+          throw Error(
+              fmt::format("checkpoint {}: the workers' parts are at different steps (worker 0's at {}, "
+                          "worker {}'s at {})",
+                          config.resume->manifest, step_in(steps[0]), r, step_in(steps[r])));
+    } else if (!losses.empty()) {
+      // The others checkpoint at epoch ends only, each worker at its own step.
+      throw Error(fmt::format("checkpoint {}: worker {}'s part is {} steps into epoch {}, but this strategy "
+                              "checkpoints only at the end of an epoch",
+                              config.resume->manifest, rank, losses.size(), first_epoch + 1));
+    }
     if (rank == 0) result.resumed_from = config.resume->manifest, result.resumed_at_step = step;  // worker 0 fills the result
     cursor.seek(step);
   }

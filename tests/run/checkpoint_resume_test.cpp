@@ -389,6 +389,46 @@ TEST(CheckpointResume, RefusesPartsThatDoNotFitTogetherAtOnce) {
   }
 }
 
+// The strategies whose workers take different steps resume each worker at
+// its own step (the checks above refused their checkpoints once both were
+// on main), and refuse a part inside an epoch, which they never write.
+TEST(CheckpointResume, WorkersAtTheirOwnStepsResumeOnlyAtEpochEnds) {
+  const LoadedData data = clusters();
+  RunPlan plan = small_plan();
+  plan.strategy = AsyncOptions{};
+  plan.run.comm_timeout = 2;
+  test::ScratchDir dir;
+  plan.run.checkpoint_dir = dir.file("c");
+  plan.run.epochs = 1;
+  World world = make_world(plan);
+  const RunResult first = run(plan, world, {}, data_only(data));
+  ASSERT_EQ(first.checkpoints, 1u);
+  const auto resume = [&](const RunPlan& p) {
+    World w = make_world(p);
+    RunInputs inputs = data_only(data);
+    inputs.resume = plan.run.checkpoint_dir;
+    return run(p, w, {}, inputs);
+  };
+  RunPlan longer = plan;
+  longer.run.epochs = 2;
+  rewrite_worker_1(plan.run.checkpoint_dir,
+                   [&](Records& r) { edit<float>(r, "epoch.losses", [](auto& v) { v.push_back(1.0f); }); });
+  EXPECT_EQ(
+      test::error_message([&] { resume(longer); }),
+      "checkpoint " + newest_checkpoint(plan.run.checkpoint_dir).manifest +
+          ": worker 1's part is 1 steps into epoch 2, but this strategy checkpoints only at the end of an "
+          "epoch");
+
+  // Worker 1 a step on (async workers take steps at their own pace): resumes.
+  rewrite_worker_1(plan.run.checkpoint_dir, [&](Records& r) {
+    edit<float>(r, "epoch.losses", [](auto& v) { v.pop_back(); });
+    edit<uint64_t>(r, "step", [](auto& v) { v[0] += 1; });
+  });
+  const RunResult resumed = resume(longer);
+  EXPECT_EQ(resumed.epochs.size(), 2u);
+  EXPECT_EQ(resumed.resumed_at_step, first.worker_steps[0]);
+}
+
 TEST(CheckpointResume, ThePlanRefusesStrategiesWithoutCheckpoints) {
   RunPlan plan = small_plan();
   plan.strategy = HogwildOptions{};
