@@ -6,7 +6,8 @@
 // parameters, the optimizer's, the codecs', the strategy's, the epoch and the
 // results so far) through a StateReader and trains on to the run's end.
 //
-// Input: the run (one of kRuns, a softmax model on a small synthetic set), how
+// Input: the run (one of run_kinds(): a softmax model on a small synthetic set,
+// trained by hybrid, sequential or a parameter-server strategy), how
 // the files are made, the step and run id they are named for, then chunks
 // (uint32 length, bytes): the manifest, then each worker's part. The files are
 //   mode 0: the chunks as they are (a checkpoint on disk, damaged or not);
@@ -14,7 +15,7 @@
 //           CRC-32 so that its records are read; parts written by the store;
 //   mode 2: the manifest committed by the store for the parts it wrote, with
 //           the manifest chunk as its plan: every record of every part is read.
-// Seeds are the checkpoints real runs of kRuns write.
+// Seeds are the checkpoints real runs of each kind write.
 #include <zlib.h>
 
 #include <filesystem>
@@ -42,6 +43,13 @@ struct RunKind {
   int workers;
 };
 
+template <class Options>
+Options with_shards(int servers) {
+  Options options;
+  options.servers = servers;
+  return options;
+}
+
 const std::vector<RunKind>& run_kinds() {
   static const std::vector<RunKind> kinds = {
       {"hybrid-sgd", HybridOptions{}, SgdOptions{}, NoCompression{}, 1},
@@ -52,6 +60,12 @@ const std::vector<RunKind>& run_kinds() {
       {"hybrid-momentum", HybridOptions{}, MomentumOptions{}, NoCompression{}, 3},
       {"sequential-sgd", SequentialOptions{}, SgdOptions{}, NoCompression{}, 2},
       {"sequential-adam", SequentialOptions{}, AdamOptions{}, NoCompression{}, 3},
+      // The parameter-server strategies: worker 0's part holds every shard's state.
+      {"ps-sync-sgd", PsSyncOptions{}, SgdOptions{}, NoCompression{}, 2},
+      {"ps-sync-adam-topk", with_shards<PsSyncOptions>(2), AdamOptions{}, TopkOptions{}, 2},
+      {"ps-backup-momentum", PsBackupOptions{}, MomentumOptions{}, NoCompression{}, 3},
+      {"ssp-sgd-int8", with_shards<SspOptions>(2), SgdOptions{}, Int8Options{}, 2},
+      {"async-sgd-dgc", AsyncOptions{}, SgdOptions{}, DgcOptions{}, 2},
   };
   return kinds;
 }
