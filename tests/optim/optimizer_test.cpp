@@ -228,9 +228,6 @@ TEST(OptimizerStep, EveryElementIsUpdatedAlikeWhateverItsPosition) {
   }
 }
 
-// f(p) = sum_i 0.5 * curvature_i * (p_i - target_i)^2, which every optimizer
-// should drive to its minimum. Adam's steps stay ~lr long near the minimum, so
-// it gets a decaying schedule (which exercises set_lr too).
 // Found by fuzz/checkpoint_fuzz: the optimizer a damaged state names went
 // into the error as it was, so a newline in it split the one-line message.
 TEST(OptimizerState, RefusesAnotherKindsStateNamingItOnOneLine) {
@@ -277,6 +274,9 @@ TEST(OptimizerState, RefusesAStepCountOrLearningRateNoRunSaves) {
   }
 }
 
+// f(p) = sum_i 0.5 * curvature_i * (p_i - target_i)^2, which every optimizer
+// should drive to its minimum. Adam's steps stay ~lr long near the minimum, so
+// it gets a decaying schedule (which exercises set_lr too).
 TEST(OptimizerConvergence, QuadraticReachesItsMinimum) {
   constexpr size_t kSize = 100;
   Rng rng(11);
