@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The front door: installs what is missing, builds, and runs what you ask for.
 #   ./build.sh demo    train the MLP on Fashion-MNIST with 4 in-process workers
-#   ./build.sh test    build and run the whole test suite (also under sanitizers)
+#   ./build.sh test    build and run the whole test suite (also under sanitizers), and fuzz each reader briefly
 #   ./build.sh bench   the throughput benchmark against LibTorch and PyTorch DDP, and overlap on/off
 #   ./build.sh build   just build (into build/)
 set -euo pipefail
@@ -39,7 +39,9 @@ case "$what" in
     configure_and_build build-asan -DPTRAIN_WITH_TORCH=OFF -DPTRAIN_SANITIZE=address,undefined
     (cd build-asan && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j2 --timeout 900)
     configure_and_build build-tsan -DPTRAIN_WITH_TORCH=OFF -DPTRAIN_SANITIZE=thread
-    (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j2 --timeout 900) ;;
+    (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j2 --timeout 900)
+    # Each fuzz target (fuzz/) for a few seconds, built with clang into build-fuzz.
+    tools/fuzz.sh 5 ;;
   bench)
     configure_and_build build
     bench/hybrid_vs_peers.sh build

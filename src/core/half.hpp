@@ -23,6 +23,7 @@
 #include <span>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define PTRAIN_HALF_F16C 1
 #endif
@@ -132,7 +133,9 @@ inline void add_halves_scalar(std::span<uint16_t> target, std::span<const uint16
 inline bool cpu_has_f16c() {
   static const bool supported = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    // F16C from CPUID leaf 1 itself: clang 14's __builtin_cpu_supports does not know "f16c".
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
   }();
   return supported;
 }

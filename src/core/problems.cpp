@@ -1,6 +1,7 @@
 #include "core/problems.hpp"
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace ptrain {
 
@@ -11,7 +12,7 @@ std::string Problems::joined(const std::function<std::string(const std::string&)
     const std::string field = rename ? rename(p.field) : p.field;
     out += field.empty() ? p.message : field + (p.message.starts_with(":") ? "" : " ") + p.message;
   }
-  return out;
+  return on_one_line(out);  // names and values from a plan file may hold newlines
 }
 
 void Problems::throw_if_any(const std::function<std::string(const std::string&)>& rename) const {

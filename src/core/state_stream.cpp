@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace ptrain {
 
@@ -37,7 +38,9 @@ std::span<const std::byte> StateReader::next(std::string_view name) {
     throw Error(fmt::format("{}: truncated in the name of record '{}'", source_, name));
   const std::string_view found(reinterpret_cast<const char*>(bytes_.data() + at_), name_size);
   at_ += name_size;
-  if (found != name) throw Error(fmt::format("{}: expected record '{}', found '{}'", source_, name, found));
+  // The name found is whatever the bytes hold: shown escaped, on one line.
+  if (found != name)
+    throw Error(fmt::format("{}: expected record '{}', found '{}'", source_, name, printable(found, 40)));
   uint64_t size = 0;
   read(&size, sizeof size, "length");
   if (size > bytes_.size() - at_)

@@ -17,6 +17,8 @@ namespace ptrain {
 namespace {
 
 constexpr size_t kChunkBytes = size_t{1} << 20;
+// The least buffer for compressed input, and the one that counts extra bytes.
+constexpr size_t kSmallBufferBytes = size_t{1} << 16;
 // Far above any real IDX file (Fashion-MNIST's largest is 47 MB); a header that
 // claims more is corrupt, and we refuse before allocating.
 constexpr uint64_t kMaxDataBytes = uint64_t{1} << 31;
@@ -86,7 +88,11 @@ class PlainSource final : public ByteSource {
 class GzipSource final : public ByteSource {
  public:
   GzipSource(std::FILE* file, std::string path, uint64_t file_bytes)
-      : file_(file), path_(std::move(path)), file_bytes_(file_bytes), input_(kChunkBytes) {
+      : file_(file),
+        path_(std::move(path)),
+        file_bytes_(file_bytes),
+        // About the file's size: a small file need not zero a whole chunk.
+        input_(static_cast<size_t>(std::clamp<uint64_t>(file_bytes, kSmallBufferBytes, kChunkBytes))) {
     // 16 + MAX_WBITS: gzip wrapper only, with its CRC-32 and length checked.
     if (inflateInit2(&stream_, 16 + MAX_WBITS) != Z_OK)
       throw Error(path_ + ": cannot start gzip decompression (zlib: " +
@@ -199,7 +205,7 @@ std::vector<uint8_t> read_data(ByteSource& source, uint64_t expected) {
 // Counts what is left in the source (up to a cap, past which the count is
 // only a lower bound).
 uint64_t count_remaining(ByteSource& source, uint64_t cap) {
-  std::vector<uint8_t> scratch(kChunkBytes);
+  std::vector<uint8_t> scratch(kSmallBufferBytes);
   uint64_t total = 0;
   while (total < cap) {
     const size_t got = source.read(scratch.data(), scratch.size());

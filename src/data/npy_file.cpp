@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace ptrain {
 namespace {
@@ -47,26 +48,6 @@ const TypeInfo& info_of(NpyType type) {
   for (const TypeInfo& info : kTypes)
     if (info.type == type) return info;
   throw Error("unknown NpyType " + std::to_string(static_cast<int>(type)));
-}
-
-// Text from a file made safe for a one-line message: control and non-ASCII
-// bytes escaped, long text cut.
-std::string printable(std::string_view text, size_t limit = 100) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < limit; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    }
-  }
-  if (text.size() > limit) out += "...";
-  return out;
 }
 
 // A shape as Python prints a tuple: (), (5,), (5, 3).

@@ -116,9 +116,9 @@ void AdamOptimizer::save_state(StateWriter& out) const {
 
 void AdamOptimizer::load_state(StateReader& in) {
   check_state_kind(in, "adam");
-  steps_taken_ = in.take_value<int64_t>("optimizer.steps");
+  steps_taken_ = take_step_count(in);
   // The learning rate is the plan's: a resumed run (or a rollback) may lower it.
-  in.take_value<float>("optimizer.lr");
+  take_lr(in);
   in.take("optimizer.m", std::span<float>(first_moment_));
   in.take("optimizer.v", std::span<float>(second_moment_));
 }

@@ -113,9 +113,9 @@ void SgdOptimizer::save_state(StateWriter& out) const {
 
 void SgdOptimizer::load_state(StateReader& in) {
   check_state_kind(in, name());
-  steps_taken_ = in.take_value<int64_t>("optimizer.steps");
+  steps_taken_ = take_step_count(in);
   // The learning rate is the plan's: a resumed run (or a rollback) may lower it.
-  in.take_value<float>("optimizer.lr");
+  take_lr(in);
   in.take("optimizer.velocity", std::span<float>(velocity_));
 }
 

@@ -2,6 +2,7 @@
 // Checks every optimizer makes on its inputs before it touches any state, so a
 // bad call fails loudly instead of reading or writing past a buffer.
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "core/state_stream.hpp"
@@ -18,5 +19,13 @@ float checked_scheduled_lr(std::string_view optimizer, float lr);
 // Reads the "optimizer" record of a checkpoint and throws ptrain::Error unless
 // it names `optimizer` (a state saved by another optimizer cannot be loaded).
 void check_state_kind(StateReader& in, std::string_view optimizer);
+
+// The "optimizer.steps" and "optimizer.lr" records of a checkpoint, refused
+// (ptrain::Error naming the checkpoint) when no run could have saved them: a
+// negative step count or one that counting on would overflow (2^53 and up:
+// more than any run takes), a learning rate set_lr would refuse (a damaged
+// state, though a resumed run trains on with its plan's learning rate).
+int64_t take_step_count(StateReader& in);
+float take_lr(StateReader& in);
 
 }  // namespace ptrain

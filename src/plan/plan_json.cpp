@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -46,12 +47,12 @@ void read_value(const json& j, T& v, const std::string& path, Problems& problems
     v = j.get<bool>();
   } else if constexpr (NamedEnum<T> || std::is_same_v<T, ByteSize> || std::is_same_v<T, Cadence> ||
                        std::is_same_v<T, std::string>) {
-    if constexpr (std::is_same_v<T, ByteSize>)
-      if (j.is_number_unsigned()) return (void)(v.bytes = j.get<size_t>());
-    if constexpr (std::is_same_v<T, Cadence>)
-      if (j.is_number_unsigned()) return (void)(v = Cadence{j.get<size_t>(), 0});
-    if (!j.is_string()) return wrong("a string");
-    if (auto why = field_from_text(v, j.get<std::string>())) problems.add(path, ": " + *why);
+    // A size or a step count may be a number: read as its text, with the same limits.
+    bool number = false;
+    if constexpr (std::is_same_v<T, ByteSize> || std::is_same_v<T, Cadence>) number = j.is_number_unsigned();
+    if (!number && !j.is_string()) return wrong("a string");
+    if (auto why = field_from_text(v, number ? j.dump() : j.get<std::string>()))
+      problems.add(path, ": " + *why);
   } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
     if (!j.is_array()) return wrong("an array of integers");
     std::vector<int64_t> out;
@@ -63,9 +64,14 @@ void read_value(const json& j, T& v, const std::string& path, Problems& problems
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!j.is_number()) return wrong("a number");
     const double x = j.get<double>();
-    if (std::isfinite(x) && std::fabs(x) > static_cast<double>(std::numeric_limits<T>::max()))
+    // Up to half a step past the largest T rounds to it: the largest float is
+    // written 3.4028235e+38, a little more than itself, and must read back.
+    constexpr double largest = std::numeric_limits<T>::max();
+    const double below = std::nextafter(std::numeric_limits<T>::max(), T{0});
+    const double rounds_down = largest + (largest - below) / 2;  // inf for double
+    if (std::isfinite(x) && std::fabs(x) >= rounds_down)
       return problems.add(path, "is out of range (got " + j.dump() + ")");
-    v = static_cast<T>(x);
+    v = std::fabs(x) <= largest ? static_cast<T>(x) : static_cast<T>(x < 0 ? -largest : largest);
   } else {
     // Integers: through their text, so that negatives, fractions and overflow are refused alike.
     if (!j.is_number_integer()) return wrong("an integer");
@@ -162,7 +168,7 @@ RunPlan read_plan_file(const std::string& path) {
   json j;
   try {
     j = json::parse(text.str(), nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number no double holds (1e999)
     throw Error("plan file " + path + ": not valid JSON (" + std::string(e.what()) + ")");
   }
   // A run report holds its plan under "plan".

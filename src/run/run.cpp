@@ -7,10 +7,10 @@
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 #include "model/model_registry.hpp"
-#include "plan/plan_json.hpp"
 #include "run/resume.hpp"
 #include "run/save_model.hpp"
 #include "run/shared_memory_run.hpp"
+#include "run/train_config.hpp"
 
 namespace ptrain {
 
@@ -32,32 +32,6 @@ LoadedData load_data(const RunPlan& plan, const RunInputs& inputs,
     standardization = s;
   }
   return data;
-}
-
-TrainConfig train_config(const RunPlan& plan, const World& world) {
-  const RunControls& run = plan.run;
-  const Effective effective = effective_optimizer_and_codec(plan);
-  TrainConfig c;
-  c.make_strategy = strategy_factory_of(plan.strategy);
-  c.strategy.optimizer = effective.optimizer;
-  c.strategy.codec = effective.codec;
-  c.strategy.time_limit_seconds = run.time_limit;
-  c.workers = world.workers;
-  c.batch = run.batch;
-  c.epochs = run.epochs;
-  c.max_steps = run.max_steps;
-  c.seed = run.seed;
-  c.log_every = run.log_every;
-  c.comm_timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
-  c.pin_workers = run.pin;
-  c.straggler_rank = run.straggler_rank;
-  c.straggler_factor = run.straggler_factor;
-  c.time_limit_s = run.time_limit;
-  c.checkpoint.dir = run.checkpoint_dir;
-  c.checkpoint.every = run.checkpoint_every;
-  c.checkpoint.keep = run.checkpoint_keep;
-  if (!run.checkpoint_dir.empty()) c.checkpoint.plan_json = plan_to_json(plan).dump();
-  return c;
 }
 
 }  // namespace
@@ -109,7 +83,7 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   start.world = &world;
   if (callbacks.on_start && world.reports()) callbacks.on_start(start);
 
-  TrainConfig config = train_config(plan, world);
+  TrainConfig config = train_config(plan, world.workers);
   config.resume = resume;
   config.resume_dir = inputs.resume;
   TrainCallbacks train_callbacks{callbacks.on_progress, callbacks.on_epoch_end};

@@ -42,6 +42,14 @@ void SequentialTurns::start() {
     std::copy(p.begin(), p.end(), group_.central_.begin());
   }
   comm_.barrier();  // nobody takes a turn before the central weights are set
+  // Resumed, each worker goes on with its own turns: they must follow the
+  // turns taken in all, or it would wait for a turn that never comes.
+  std::lock_guard lock(group_.mutex_);
+  if (group_.turn_ != local_step_ * static_cast<uint64_t>(group_.workers_))
+    throw Error(
+        fmt::format("sequential: worker {} resumes after {} turns of its own, but {} turns of {} workers "
+                    "were taken in all: the checkpoint's parts do not fit together",
+                    comm_.rank(), local_step_, group_.turn_, group_.workers_));
 }
 
 float SequentialTurns::step(const Batch& batch, const StepInfo& info) {

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace ptrain {
 
@@ -16,7 +17,8 @@ StalePolicy parse_stale_policy(const std::string& text) {
     if (!number.empty() && ec == std::errc() && end == number.data() + number.size())
       return {StalePolicy::Kind::Drop, t};
   }
-  throw Error("strategy.stale_policy '" + text + "': expected none, drop:T (T a whole number of updates) or scale");
+  throw Error("strategy.stale_policy '" + printable(text, 40) +
+              "': expected none, drop:T (T a whole number of updates) or scale");
 }
 
 std::string to_string(const StalePolicy& policy) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -12,9 +13,9 @@
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 #include "core/rng.hpp"
+#include "core/state_stream.hpp"
 #include "core/stopwatch.hpp"
 #include "core/thread_affinity.hpp"
-#include "core/state_stream.hpp"
 #include "data/sharded_sampler.hpp"
 #include "train/checkpoint_writer.hpp"
 #include "train/straggler_model.hpp"
@@ -118,6 +119,13 @@ void load_result(StateReader& in, RunResult& r) {
   r.step_seconds = in.take_vector<float>("result.step_seconds");
   r.train_seconds = in.take_value<double>("result.train_seconds");
   r.samples = in.take_value<uint64_t>("result.samples");
+}
+
+// A worker's step as allgatherv hands it to the others.
+uint64_t step_in(const std::vector<std::byte>& bytes) {
+  uint64_t step = 0;
+  std::memcpy(&step, bytes.data(), std::min(bytes.size(), sizeof step));
+  return step;
 }
 
 // When the workers write checkpoints: every worker asks at the same steps and
@@ -260,6 +268,29 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     epoch_seconds_before = in.take_value<double>("epoch.seconds");
     if (rank == 0) load_result(in, result);
     in.expect_end();
+    if (side->lockstep()) {
+      // A lockstep trainer writes a part after `step` steps, `losses` of them
+      // into its epoch, on every worker at the same step. A part that says
+      // otherwise would leave the workers waiting on each other until the timeout.
+      if (step != first_epoch * shape.steps_per_epoch + losses.size())
+        throw Error(fmt::format(
+            "checkpoint {}: worker {}'s part is at step {}, which is not {} steps into epoch {} of "
+            "{} steps each",
+            config.resume->manifest, rank, step, losses.size(), first_epoch + 1, shape.steps_per_epoch));
+      const uint64_t mine = step;
+      const auto steps = comm.allgatherv(std::as_bytes(std::span(&mine, 1)));
+      for (size_t r = 0; r < steps.size(); ++r)
+        if (steps[r] != steps[0])
+          throw Error(
+              fmt::format("checkpoint {}: the workers' parts are at different steps (worker 0's at {}, "
+                          "worker {}'s at {})",
+                          config.resume->manifest, step_in(steps[0]), r, step_in(steps[r])));
+    } else if (!losses.empty()) {
+      // The others checkpoint at epoch ends only, each worker at its own step.
+      throw Error(fmt::format("checkpoint {}: worker {}'s part is {} steps into epoch {}, but this strategy "
+                              "checkpoints only at the end of an epoch",
+                              config.resume->manifest, rank, losses.size(), first_epoch + 1));
+    }
     if (rank == 0) result.resumed_from = config.resume->manifest, result.resumed_at_step = step;  // worker 0 fills the result
     cursor.seek(step);
   }

@@ -49,6 +49,18 @@ TEST(StateStream, NamesTheRecordThatDiffers) {
   }
 }
 
+// Found by fuzz/checkpoint_fuzz: a damaged record name went into the error
+// as it was, so a newline in it split the one-line message.
+TEST(StateStream, ShowsADamagedRecordNameEscapedOnOneLine) {
+  StateWriter w;
+  w.put_value(std::string("epoch\nlosses\x01") + std::string(60, 'x'), uint64_t{1});
+  const auto bytes = w.take();
+  StateReader in(bytes, "ckpt");
+  EXPECT_EQ(
+      test::error_message([&] { in.take_value<uint64_t>("epoch.losses"); }),
+      "ckpt: expected record 'epoch.losses', found 'epoch\\x0alosses\\x01" + std::string(27, 'x') + "...'");
+}
+
 TEST(StateStream, EveryTruncationIsAnErrorNotAnOverread) {
   const auto bytes = sample_state();
   for (size_t cut = 0; cut < bytes.size(); ++cut) {

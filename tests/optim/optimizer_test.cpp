@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/state_stream.hpp"
 #include "optim/adam.hpp"
 #include "optim/sgd.hpp"
 #include "test_support.hpp"
@@ -224,6 +225,52 @@ TEST(OptimizerStep, EveryElementIsUpdatedAlikeWhateverItsPosition) {
       }
     }
     EXPECT_EQ(params, single_params) << to_string(kind);
+  }
+}
+
+// Found by fuzz/checkpoint_fuzz: the optimizer a damaged state names went
+// into the error as it was, so a newline in it split the one-line message.
+TEST(OptimizerState, RefusesAnotherKindsStateNamingItOnOneLine) {
+  StateWriter w;
+  w.put_text("optimizer", "ad\nam");
+  const auto bytes = w.take();
+  StateReader in(bytes, "ckpt");
+  const auto sgd = make_optimizer(config_for(OptimizerKind::Sgd, 0.1f), 3);
+  EXPECT_EQ(test::error_message([&] { sgd->load_state(in); }),
+            "ckpt: the state is of the ad\\x0aam optimizer, this run's is sgd");
+}
+
+// Found with fuzz/checkpoint_fuzz (an input made for it): a state whose step
+// count was the largest int64 overflowed (undefined behaviour) at the next
+// step; a negative count or a learning rate set_lr refuses was taken as it was.
+TEST(OptimizerState, RefusesAStepCountOrLearningRateNoRunSaves) {
+  for (const OptimizerKind kind : {OptimizerKind::Sgd, OptimizerKind::Adam}) {
+    const auto optimizer = make_optimizer(config_for(kind, 0.1f), 2);
+    const auto state = [&](int64_t steps, float lr) {
+      StateWriter w;
+      w.put_text("optimizer", kind == OptimizerKind::Sgd ? "sgd" : "adam");
+      w.put_value("optimizer.steps", steps);
+      w.put_value("optimizer.lr", lr);
+      return w.take();
+    };
+    const auto error = [&](int64_t steps, float lr) {
+      const auto bytes = state(steps, lr);
+      StateReader in(bytes, "ckpt");
+      return test::error_message([&] { optimizer->load_state(in); });
+    };
+    EXPECT_EQ(error(std::numeric_limits<int64_t>::max(), 0.1f),
+              "ckpt: the optimizer's state counts 9223372036854775807 steps (a run takes from 0 to below "
+              "9007199254740992)");
+    EXPECT_EQ(error(int64_t{1} << 53, 0.1f),
+              "ckpt: the optimizer's state counts 9007199254740992 steps (a run takes from 0 to below "
+              "9007199254740992)");
+    EXPECT_EQ(error(-1, 0.1f),
+              "ckpt: the optimizer's state counts -1 steps (a run takes from 0 to below 9007199254740992)");
+    EXPECT_EQ(error(5, std::numeric_limits<float>::quiet_NaN()),
+              "ckpt: the optimizer's learning rate is nan (it must be finite and >= 0)");
+    EXPECT_EQ(error(5, -0.5f), "ckpt: the optimizer's learning rate is -0.5 (it must be finite and >= 0)");
+    // The edges a run may save load (up to the first record after them).
+    EXPECT_NE(error((int64_t{1} << 53) - 1, 0.0f).find("truncated"), std::string::npos);
   }
 }
 

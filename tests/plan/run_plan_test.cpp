@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 
 #include "plan/plan_json.hpp"
 #include "test_support.hpp"
@@ -132,6 +133,64 @@ TEST(PlanJson, AFileOrAReportIsReadWithItsPathInTheError) {
             "plan file " + path + ": run.workrs is not a field of run (did you mean workers?)");
   EXPECT_NE(test::error_message([&] { read_plan_file(dir.path().string()); }).find("not a regular file"),
             std::string::npos);
+}
+
+// Found by fuzz/plan_file_fuzz: a number past a double's range escaped as
+// nlohmann's out_of_range, which the CLI printed as an internal error
+// without the file; names and values with a newline split the one-line error.
+TEST(PlanJson, EveryBadFileIsOneErrorOfOneLineNamingTheFile) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("p.json");
+  std::ofstream(path) << R"({"optimizer": {"name": "sgd", "lr": 1e999}})";
+  EXPECT_EQ(test::error_message([&] { read_plan_file(path); }),
+            "plan file " + path +
+                ": not valid JSON ([json.exception.out_of_range.406] number overflow parsing '1e999')");
+  std::ofstream(path) << R"({"stra\ntegy": {}, "model": {"name": "m\nlp"}, "run": {"backend": "lo\ncal"}})";
+  EXPECT_EQ(
+      test::error_message([&] { read_plan_file(path); }),
+      "plan file " + path +
+          ": model.name: unknown model 'm\\x0alp' (did you mean mlp? choose mlp, cnn, softmax or "
+          "torchscript); "
+          "run.backend: expected one of auto, local, mpi, got 'lo\\x0acal'; stra\\x0ategy is not a section "
+          "of a plan (did you mean strategy?)");
+}
+
+// Found by fuzz/plan_file_fuzz, whose plans must read back from their JSON: a
+// size given as a number skipped the limits of its text (0, and more than
+// 10^15 bytes, were taken, then written as text that reads as an error); the
+// largest float, written as 3.4028235e+38, read back as out of range.
+TEST(PlanJson, EveryCheckedPlanReadsBackFromItsJson) {
+  const auto read = [](const std::string& text, Problems& problems) {
+    return plan_from_json(nlohmann::json::parse(text), RunPlan{}, "", problems);
+  };
+  const auto reads_back = [](const RunPlan& plan) {
+    Problems problems;
+    const RunPlan again =
+        plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()), RunPlan{}, "", problems);
+    EXPECT_TRUE(problems.empty()) << problems.joined();
+    EXPECT_EQ(plan_to_json(again), plan_to_json(plan));
+  };
+  for (const char* size : {"0", "1000000000000001"}) {
+    Problems problems;
+    read(std::string(R"({"strategy": {"name": "hybrid", "bucket_size": )") + size + "}}", problems);
+    EXPECT_EQ(problems.joined(),
+              std::string("strategy.bucket_size: expected a positive size such as 25MiB, 512KiB "
+                          "or 4096, got '") +
+                  size + "'");
+  }
+  Problems problems;
+  const RunPlan sized = read(R"({"strategy": {"name": "hybrid", "bucket_size": 1048576}})", problems);
+  EXPECT_EQ(std::get<HybridOptions>(sized.strategy).bucket_size.bytes, size_t{1} << 20);
+  reads_back(sized);
+  for (const char* lr : {"3.4028234663852886e38", "3.4028235e38"}) {
+    const RunPlan largest =
+        read(std::string(R"({"optimizer": {"name": "sgd", "lr": )") + lr + "}}", problems);
+    EXPECT_EQ(std::get<SgdOptions>(largest.optimizer).lr, std::numeric_limits<float>::max()) << lr;
+    reads_back(largest);
+  }
+  EXPECT_TRUE(problems.empty()) << problems.joined();
+  read(R"({"optimizer": {"name": "sgd", "lr": 3.5e38}})", problems);
+  EXPECT_EQ(problems.joined(), "optimizer.lr is out of range (got 3.5e+38)");
 }
 
 }  // namespace

@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "core/error.hpp"
+#include "core/state_stream.hpp"
 #include "data/synthetic.hpp"
 #include "model/model_registry.hpp"
 #include "run/resume.hpp"
@@ -284,6 +287,146 @@ TEST(CheckpointResume, RefusesAPlanTheStateCannotFollow) {
   EXPECT_EQ(test::error_message([&] { run(plan, world, {}, inputs); }),
             "checkpoint directory " + inputs.resume + ": no such directory");
   EXPECT_FALSE(std::filesystem::exists(inputs.resume));
+}
+
+// A part's records (core/state_stream: name length, name, byte count, bytes), to edit.
+using Records = std::vector<std::pair<std::string, std::vector<std::byte>>>;
+
+Records records_of(const std::vector<std::byte>& part) {
+  Records records;
+  for (size_t at = 0; at < part.size();) {
+    uint32_t name_size = 0;
+    uint64_t size = 0;
+    std::memcpy(&name_size, part.data() + at, sizeof name_size);
+    std::string name(reinterpret_cast<const char*>(part.data() + at + 4), name_size);
+    std::memcpy(&size, part.data() + at + 4 + name_size, sizeof size);
+    const auto* bytes = part.data() + at + 12 + name_size;
+    records.emplace_back(std::move(name), std::vector<std::byte>(bytes, bytes + size));
+    at += 12 + name_size + size;
+  }
+  return records;
+}
+
+template <class T>
+void edit(Records& records, const std::string& name, const std::function<void(std::vector<T>&)>& change) {
+  for (auto& [n, bytes] : records) {
+    if (n != name) continue;
+    std::vector<T> values(bytes.size() / sizeof(T));
+    std::memcpy(values.data(), bytes.data(), bytes.size());
+    change(values);
+    bytes.assign(reinterpret_cast<const std::byte*>(values.data()),
+                 reinterpret_cast<const std::byte*>(values.data() + values.size()));
+    return;
+  }
+  ADD_FAILURE() << "no record " << name;
+}
+
+// Rewrites worker 1's part of the newest checkpoint in `dir` with `change`
+// and commits it again: sizes and CRC-32s all valid, the state not.
+void rewrite_worker_1(const std::string& dir, const std::function<void(Records&)>& change) {
+  const CheckpointStore store(dir, 3);
+  const FoundCheckpoint found = *store.newest();
+  Records records = records_of(store.read_part(found, 1));
+  change(records);
+  StateWriter w;
+  for (const auto& [name, bytes] : records) w.put_bytes(name, bytes);
+  std::vector<CheckpointPart> parts = found.parts;
+  parts[1] = store.write_part(found.step, found.run, 1, w.bytes());
+  store.commit(found.step, found.run, found.plan_json, parts);
+}
+
+// Found by fuzz/checkpoint_fuzz: parts that each read well but do not fit
+// together (a worker at another step, a turn count that does not follow)
+// left the workers waiting on each other until the timeout (for sequential,
+// the run's timeout times the workers), and then named no checkpoint.
+TEST(CheckpointResume, RefusesPartsThatDoNotFitTogetherAtOnce) {
+  const LoadedData data = clusters();
+  for (const bool sequential : {false, true}) {
+    RunPlan plan = small_plan();
+    if (sequential) plan.strategy = SequentialOptions{};
+    plan.run.comm_timeout = 2;
+    test::ScratchDir dir;
+    plan.run.checkpoint_dir = dir.file("c");
+    plan.run.checkpoint_every = Cadence{7, 0};
+    plan.run.max_steps = 20;  // the newest checkpoint: after step 14
+    run_plan(plan, data);
+    plan.run.max_steps = 0;
+    const auto resume_error = [&] {
+      World world = make_world(plan);
+      RunInputs inputs = data_only(data);
+      inputs.resume = plan.run.checkpoint_dir;
+      return test::error_message([&] { run(plan, world, {}, inputs); });
+    };
+    const std::string manifest = newest_checkpoint(plan.run.checkpoint_dir).manifest;
+    const std::string what = sequential ? "sequential" : "hybrid";
+
+    // One step less, and one loss less in its epoch: a part that reads well alone.
+    rewrite_worker_1(plan.run.checkpoint_dir, [&](Records& r) {
+      edit<uint64_t>(r, "step", [](auto& v) { v[0] -= 1; });
+      edit<float>(r, "epoch.losses", [](auto& v) { v.pop_back(); });
+      if (sequential) edit<uint64_t>(r, "sequential.local_step", [](auto& v) { v[0] -= 1; });
+    });
+    EXPECT_EQ(resume_error(),
+              "checkpoint " + manifest +
+                  ": the workers' parts are at different steps (worker 0's at 14, worker 1's at 13)")
+        << what;
+
+    // A step that is not where its epoch and losses say.
+    rewrite_worker_1(plan.run.checkpoint_dir,
+                     [&](Records& r) { edit<float>(r, "epoch.losses", [](auto& v) { v.push_back(1.0f); }); });
+    EXPECT_EQ(resume_error(),
+              "checkpoint " + manifest +
+                  ": worker 1's part is at step 13, which is not 14 steps into epoch 1 of 30 steps each")
+        << what;
+
+    if (sequential) {  // every step in place, but worker 1's own turns behind
+      rewrite_worker_1(plan.run.checkpoint_dir,
+                       [&](Records& r) { edit<uint64_t>(r, "step", [](auto& v) { v[0] += 1; }); });
+      EXPECT_EQ(resume_error(),
+                "sequential: worker 1 resumes after 13 turns of its own, but 42 turns of 3 workers "
+                "were taken in all: the checkpoint's parts do not fit together");
+    }
+  }
+}
+
+// The strategies whose workers take different steps resume each worker at
+// its own step (the checks above refused their checkpoints once both were
+// on main), and refuse a part inside an epoch, which they never write.
+TEST(CheckpointResume, WorkersAtTheirOwnStepsResumeOnlyAtEpochEnds) {
+  const LoadedData data = clusters();
+  RunPlan plan = small_plan();
+  plan.strategy = AsyncOptions{};
+  plan.run.comm_timeout = 2;
+  test::ScratchDir dir;
+  plan.run.checkpoint_dir = dir.file("c");
+  plan.run.epochs = 1;
+  World world = make_world(plan);
+  const RunResult first = run(plan, world, {}, data_only(data));
+  ASSERT_EQ(first.checkpoints, 1u);
+  const auto resume = [&](const RunPlan& p) {
+    World w = make_world(p);
+    RunInputs inputs = data_only(data);
+    inputs.resume = plan.run.checkpoint_dir;
+    return run(p, w, {}, inputs);
+  };
+  RunPlan longer = plan;
+  longer.run.epochs = 2;
+  rewrite_worker_1(plan.run.checkpoint_dir,
+                   [&](Records& r) { edit<float>(r, "epoch.losses", [](auto& v) { v.push_back(1.0f); }); });
+  EXPECT_EQ(
+      test::error_message([&] { resume(longer); }),
+      "checkpoint " + newest_checkpoint(plan.run.checkpoint_dir).manifest +
+          ": worker 1's part is 1 steps into epoch 2, but this strategy checkpoints only at the end of an "
+          "epoch");
+
+  // Worker 1 a step on (async workers take steps at their own pace): resumes.
+  rewrite_worker_1(plan.run.checkpoint_dir, [&](Records& r) {
+    edit<float>(r, "epoch.losses", [](auto& v) { v.pop_back(); });
+    edit<uint64_t>(r, "step", [](auto& v) { v[0] += 1; });
+  });
+  const RunResult resumed = resume(longer);
+  EXPECT_EQ(resumed.epochs.size(), 2u);
+  EXPECT_EQ(resumed.resumed_at_step, first.worker_steps[0]);
 }
 
 TEST(CheckpointResume, ThePlanRefusesStrategiesWithoutCheckpoints) {

@@ -1,0 +1,12 @@
+#pragma once
+// What the trainer takes from a plan: the strategy, the optimizer and codec it
+// really uses, the run's controls, and the plan itself for checkpoints.
+#include "plan/run_plan.hpp"
+#include "train/trainer.hpp"
+
+namespace ptrain {
+
+// `workers`: the run's, as the world resolved them.
+TrainConfig train_config(const RunPlan& plan, int workers);
+
+}  // namespace ptrain
