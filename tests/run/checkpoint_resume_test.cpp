@@ -312,7 +312,7 @@ void edit(Records& records, const std::string& name, const std::function<void(st
   for (auto& [n, bytes] : records) {
     if (n != name) continue;
     std::vector<T> values(bytes.size() / sizeof(T));
-    std::memcpy(values.data(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(values.data(), bytes.data(), bytes.size());  // never with null pointers
     change(values);
     bytes.assign(reinterpret_cast<const std::byte*>(values.data()),
                  reinterpret_cast<const std::byte*>(values.data() + values.size()));

@@ -23,17 +23,20 @@ mpirun_pid=
 trap '[ -z "$mpirun_pid" ] || kill "$mpirun_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # The processes whose parent is $1.
+# Pure bash (no process per entry): a scan that forks lets a short run end
+# before it is done.
 children() {
-  local stat
+  local stat line state ppid pid
   for stat in /proc/[0-9]*/stat; do
+    read -r line <"$stat" 2>/dev/null || continue
     # Fields after the command name (which may hold spaces): state, ppid, ...
-    [ "$(sed 's/.*) //' "$stat" 2>/dev/null | awk '{print $2}')" = "$1" ] && basename "$(dirname "$stat")"
+    read -r state ppid _ <<<"${line##*) }"
+    pid=${stat#/proc/}
+    [ "$ppid" = "$1" ] && echo "${pid%/stat}"
   done
   return 0
 }
 
-# "ADDRESS PORT" (hex, as the kernel writes them) of each TCP socket that
-# process $1 holds in the LISTEN state (0A).
 listening() {
   local pid=$1 inodes
   inodes=$(for fd in /proc/"$pid"/fd/*; do readlink "$fd" 2>/dev/null || true; done |
@@ -61,7 +64,7 @@ run_and_watch() {
   : >"$work/mpirun"
   : >"$work/log"  # there before the loop below reads it
   env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$@" \
-    mpirun -np 2 "$ptrain" train --train-samples 8192 --epochs 1 --max-steps 100 --batch 16 >"$work/log" 2>&1 &
+    mpirun -np 2 "$ptrain" train --train-samples 8192 --epochs 3 --batch 16 >"$work/log" 2>&1 &
   mpirun_pid=$!
   while kill -0 "$mpirun_pid" 2>/dev/null && ! grep -q "mpi backend" "$work/log"; do sleep 0.05; done
   local ranks rank
