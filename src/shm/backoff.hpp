@@ -3,8 +3,10 @@
 // one; it waits by yielding until a deadline, since sleeping would round the
 // microsecond waits up to the scheduler's tick.
 #include <cstdint>
+#include <string_view>
 
 #include "core/rng.hpp"
+#include "core/state_stream.hpp"
 #include "shm/shm_config.hpp"
 
 namespace ptrain {
@@ -24,6 +26,10 @@ class Backoff {
 
   // The wait wait() would take now (for tests): delay, or a uniform fraction of it with jitter.
   double next_wait_us();
+
+  // Its generator, the next delay and the counts, for checkpoints; records named `prefix`...
+  void save_state(StateWriter& out, std::string_view prefix) const;
+  void load_state(StateReader& in, std::string_view prefix);
 
  private:
   BackoffConfig config_;

@@ -1,7 +1,11 @@
 #include "shm/hogwild_parameters.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
+
+#include "core/error.hpp"
 
 namespace ptrain {
 
@@ -53,6 +57,29 @@ ApplyOutcome HogwildParameters::apply(std::span<const float> grad, uint64_t read
 
 void HogwildParameters::snapshot(std::span<float> out) const {
   std::copy(params_.begin(), params_.end(), out.begin());
+}
+
+void HogwildParameters::save_state(StateWriter& out) const {
+  out.put("shm.params", params_);
+  out.put_value("shm.updates", completed_.load(std::memory_order_acquire));
+  out.put_value("hogwild.threads", static_cast<uint64_t>(threads_.size()));
+  for (size_t t = 0; t < threads_.size(); ++t) {
+    out.put(fmt::format("hogwild.thread{}.optimizer_state", t), threads_[t].slots);
+    out.put_value(fmt::format("hogwild.thread{}.optimizer_steps", t), threads_[t].steps);
+  }
+}
+
+void HogwildParameters::load_state(StateReader& in) {
+  in.take("shm.params", std::span<float>(params_));
+  completed_.store(in.take_value<uint64_t>("shm.updates"), std::memory_order_release);
+  const auto threads = in.take_value<uint64_t>("hogwild.threads");
+  if (threads != threads_.size())
+    throw Error(fmt::format("{}: holds the optimizer state of {} HOGWILD! threads, this run has {}", in.source(),
+                            threads, threads_.size()));
+  for (size_t t = 0; t < threads_.size(); ++t) {
+    in.take(fmt::format("hogwild.thread{}.optimizer_state", t), std::span<float>(threads_[t].slots));
+    threads_[t].steps = in.take_value<int64_t>(fmt::format("hogwild.thread{}.optimizer_steps", t));
+  }
 }
 
 }  // namespace ptrain

@@ -36,6 +36,8 @@ class HogwildParameters final : public SharedParameters {
                      ThreadCounters& counters, std::span<float> replica) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override { return completed_.load(std::memory_order_acquire); }
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
  private:
   struct ThreadState {

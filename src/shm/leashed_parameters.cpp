@@ -102,6 +102,23 @@ void LeashedParameters::snapshot(std::span<float> out) const {
 
 uint64_t LeashedParameters::updates() const { return latest_.load(std::memory_order_acquire)->version; }
 
+void LeashedParameters::save_state(StateWriter& out) const {
+  const ParamVersion* v = latest_.load(std::memory_order_acquire);
+  out.put("shm.params", std::span<const float>(v->values).first(size_));
+  out.put_value("shm.updates", v->version);
+  // The optimizer's state travels with the version (its step count is the version number).
+  out.put("leashed.optimizer_state", std::span<const float>(v->values).subspan(size_));
+  out.put_value("leashed.parent", v->parent);
+}
+
+void LeashedParameters::load_state(StateReader& in) {
+  ParamVersion* v = latest_.load(std::memory_order_acquire);
+  in.take("shm.params", std::span<float>(v->values).first(size_));
+  v->version = in.take_value<uint64_t>("shm.updates");
+  in.take("leashed.optimizer_state", std::span<float>(v->values).subspan(size_));
+  v->parent = in.take_value<uint64_t>("leashed.parent");
+}
+
 uint64_t LeashedParameters::latest_parent() const { return latest_.load(std::memory_order_acquire)->parent; }
 
 }  // namespace ptrain

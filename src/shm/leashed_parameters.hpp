@@ -30,6 +30,8 @@ class LeashedParameters final : public SharedParameters {
                      ThreadCounters& counters, std::span<float> replica) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override;
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
   // While no thread runs (tests): the latest version's parent, and the free vectors.
   uint64_t latest_parent() const;

@@ -23,6 +23,21 @@ void acquire(TryLock try_lock, Lock lock, Backoff& backoff, ThreadCounters& coun
   backoff.reset();
 }
 
+// The parameters and the update count, then the optimizer's own records:
+// the state seq and the locks keep together.
+void save_guarded(StateWriter& out, std::span<const float> params, uint64_t version, const Optimizer& optimizer) {
+  out.put("shm.params", params);
+  out.put_value("shm.updates", version);
+  optimizer.save_state(out);
+}
+
+uint64_t load_guarded(StateReader& in, std::span<float> params, Optimizer& optimizer) {
+  in.take("shm.params", params);
+  const auto version = in.take_value<uint64_t>("shm.updates");
+  optimizer.load_state(in);
+  return version;
+}
+
 }  // namespace
 
 LockedParameters::LockedParameters(std::span<const float> initial, bool shared_reads,
@@ -69,6 +84,10 @@ uint64_t LockedParameters::updates() const {
   return version_;
 }
 
+void LockedParameters::save_state(StateWriter& out) const { save_guarded(out, params_, version_, *optimizer_); }
+
+void LockedParameters::load_state(StateReader& in) { version_ = load_guarded(in, params_, *optimizer_); }
+
 uint64_t SequentialParameters::read(std::span<float> local, Backoff&, ThreadCounters&) {
   if (local.data() != params_.data()) std::copy(params_.begin(), params_.end(), local.begin());
   return version_;
@@ -88,5 +107,9 @@ ApplyOutcome SequentialParameters::apply(std::span<const float> grad, uint64_t, 
 void SequentialParameters::snapshot(std::span<float> out) const {
   std::copy(params_.begin(), params_.end(), out.begin());
 }
+
+void SequentialParameters::save_state(StateWriter& out) const { save_guarded(out, params_, version_, *optimizer_); }
+
+void SequentialParameters::load_state(StateReader& in) { version_ = load_guarded(in, params_, *optimizer_); }
 
 }  // namespace ptrain

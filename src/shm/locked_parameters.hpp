@@ -24,6 +24,8 @@ class LockedParameters final : public SharedParameters {
                      ThreadCounters& counters, std::span<float> replica) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override;
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
  private:
   bool shared_reads_;
@@ -44,6 +46,8 @@ class SequentialParameters final : public SharedParameters {
                      ThreadCounters& counters, std::span<float> replica) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override { return version_; }
+  void save_state(StateWriter& out) const override;
+  void load_state(StateReader& in) override;
 
  private:
   std::span<float> params_;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 
+#include "core/state_stream.hpp"
 #include "shm/backoff.hpp"
 #include "shm/shm_config.hpp"
 
@@ -49,6 +50,12 @@ class SharedParameters {
   virtual void snapshot(std::span<float> out) const = 0;
   // Updates applied so far.
   virtual uint64_t updates() const = 0;
+  // The parameters, the updates applied and the optimizer's state wherever it
+  // lives (under the lock, in the latest Leashed version, with each HOGWILD!
+  // thread), for checkpoints, while no thread runs. load_state refuses state
+  // of another size, naming the record.
+  virtual void save_state(StateWriter& out) const = 0;
+  virtual void load_state(StateReader& in) = 0;
 };
 
 // The algorithm's shared parameters, starting from `initial`. For seq,

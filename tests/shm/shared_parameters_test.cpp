@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "core/rng.hpp"
+#include "core/state_stream.hpp"
 #include "shm/hogwild_parameters.hpp"
 #include "shm/leashed_parameters.hpp"
+#include "test_support.hpp"
 
 namespace ptrain {
 namespace {
@@ -217,6 +220,88 @@ TEST(SharedParameters, ConsistentAlgorithmsShareOneOptimizerState) {
       EXPECT_EQ(snapshot(*shared), expected);
     }
   }
+}
+
+// Checkpoints: the state one algorithm saves (parameters, updates, the
+// optimizer's state wherever it lives, each of two HOGWILD! threads' own),
+// loaded into a fresh one made from other weights, goes on with the bits of
+// the one never saved; and every later step depends on it (momentum, Adam).
+TEST(SharedParameters, SavedStateGoesOnWithTheSameBits) {
+  const size_t size = HogwildParameters::kChunk + 5;
+  Rng rng(3);
+  std::vector<std::vector<float>> grads(8, std::vector<float>(size));
+  for (auto& g : grads)
+    for (float& x : g) x = static_cast<float>(rng.uniform()) - 0.5f;
+  for (const OptimizerConfig& optimizer : kOptimizers)
+    for (auto algorithm : kShmAlgorithms) {
+      SCOPED_TRACE(to_string(algorithm) + " with " + to_string(optimizer.kind));
+      const int threads = algorithm == ShmAlgorithm::Seq ? 1 : 2;
+      std::vector<float> storage(size, 0.5f), other_storage(size, -2.0f), local(size);
+      auto shared = make(algorithm, threads, storage, 0, optimizer);
+      Backoff b({}, 1);
+      ThreadCounters counters;
+      // Steps 0-3 from alternating threads, then the state, then 4-7 on both.
+      auto steps = [&](SharedParameters& s, size_t from, size_t to) {
+        for (size_t k = from; k < to; ++k)
+          s.apply(grads[k], s.read(local, b, counters), static_cast<int>(k % threads), b, counters, {});
+      };
+      steps(*shared, 0, 4);
+      StateWriter w;
+      shared->save_state(w);
+      auto loaded = make(algorithm, threads, other_storage, 0, optimizer);
+      StateReader in(w.bytes(), "test state");
+      loaded->load_state(in);
+      in.expect_end();
+      EXPECT_EQ(loaded->updates(), 4u);
+      std::vector<float> a(size), c(size);
+      loaded->snapshot(c);
+      shared->snapshot(a);
+      ASSERT_EQ(c, a);
+      steps(*shared, 4, 8);
+      steps(*loaded, 4, 8);
+      shared->snapshot(a);
+      loaded->snapshot(c);
+      EXPECT_EQ(c, a);
+      EXPECT_EQ(loaded->updates(), 8u);
+      if (optimizer.kind == OptimizerKind::Sgd) continue;
+      // The same parameters with the optimizer's state at zero go on to other
+      // bits: the state saved is what carries the velocity and the moments.
+      std::vector<float> params_only(size);
+      shared->snapshot(params_only);
+      auto restarted = make(algorithm, threads, params_only, 0, optimizer);
+      steps(*restarted, 4, 8);
+      steps(*shared, 4, 8);
+      restarted->snapshot(c);
+      shared->snapshot(a);
+      EXPECT_NE(c, a);
+    }
+}
+
+TEST(SharedParameters, LoadingRefusesStateOfAnotherShape) {
+  std::vector<float> storage(kSize, 0.0f), small(kSize - 1, 0.0f);
+  const OptimizerConfig adam{.kind = OptimizerKind::Adam, .lr = 0.01f};
+  auto save = [](const SharedParameters& s) {
+    StateWriter w;
+    s.save_state(w);
+    return w.take();
+  };
+  // Another model's size.
+  const auto state = save(*make(ShmAlgorithm::Leashed, 2, storage, 0, adam));
+  auto smaller = make(ShmAlgorithm::Leashed, 2, small, 0, adam);
+  StateReader in(state, "ckpt");
+  EXPECT_EQ(test::error_message([&] { smaller->load_state(in); }),
+            "ckpt: record 'shm.params' holds 256 bytes, this run needs 252 (another model or settings?)");
+  // Another number of HOGWILD! threads.
+  const auto two = save(*make(ShmAlgorithm::Hogwild, 2, storage, 0, adam));
+  auto three = make(ShmAlgorithm::Hogwild, 3, storage, 0, adam);
+  StateReader in2(two, "ckpt");
+  EXPECT_EQ(test::error_message([&] { three->load_state(in2); }),
+            "ckpt: holds the optimizer state of 2 HOGWILD! threads, this run has 3");
+  // Another optimizer's state under a lock.
+  const auto sgd = save(*make(ShmAlgorithm::Mutex, 2, storage, 0.1f));
+  auto with_adam = make(ShmAlgorithm::Mutex, 2, storage, 0, adam);
+  StateReader in3(sgd, "ckpt");
+  EXPECT_NE(test::error_message([&] { with_adam->load_state(in3); }).find("ckpt: "), std::string::npos);
 }
 
 }  // namespace
