@@ -7,9 +7,21 @@
 // measured on a fixed set, and the run stops at the target loss, the epoch or
 // time limit, or when it diverges. Rounds also end at every epoch, where the
 // shared model is evaluated on the test set. The clock counts only the rounds.
+//
+// Checkpoints are taken between rounds too, where every thread waits at the
+// round's barrier: there every gradient handed out has been applied, no
+// Leashed version is half-published and no HOGWILD! chunk half-written, so
+// the state is consistent without a lock or a pause on the training path. A
+// checkpoint every N gradients ends a round of its own (without a loss check);
+// the threads wait only while the state is copied, and the caller writes it
+// while they train on. A run resumed from one goes on from that state: with
+// one thread (seq) it ends with the bits of the run never interrupted; with
+// several, where the threads' interleaving is timing, with the same quality.
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,14 +75,28 @@ using LossCheckCallback = std::function<void(const LossCheck&)>;
 struct ShmCallbacks {
   LossCheckCallback on_check;                   // each training-loss check, the first included
   std::function<void(const ShmEpoch&)> on_epoch;  // after each epoch's test evaluation
+  // A checkpoint is due (ShmConfig::checkpoint_every): the run's whole state
+  // as records (core/state_stream.hpp), taken after `gradients` of all threads
+  // while every thread waits. Empty: no checkpoints.
+  std::function<void(uint64_t gradients, std::vector<std::byte> state)> on_checkpoint;
 };
 
-// Throws ptrain::Error for an impossible configuration, and rethrows the first
-// error a thread met (naming it) after stopping the others. Divergence is not
-// an error: it ends the run and is reported.
-// The shared model is evaluated on `test_set` at the end of each epoch and of the run (if not null).
+// A run to go on from: the state on_checkpoint was given, and where it was
+// read (for messages).
+struct ShmResume {
+  std::span<const std::byte> state;
+  std::string source;
+};
+
+// Throws ptrain::Error for an impossible configuration or a checkpoint this
+// run cannot go on from (naming the record), and InterruptedError
+// (core/run_failure.hpp) with the first error a thread met (naming it) after
+// stopping the others. Divergence is not an error: it ends the run and is
+// reported. The shared model is evaluated on `test_set` at the end of each
+// epoch and of the run (if not null). With `resume`, the run goes on from
+// that checkpoint: its loss checks, epochs and counters include those before.
 AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, const Dataset& loss_set,
                              const ReplicaFactory& make_replica, const ShmCallbacks& callbacks = {},
-                             const Dataset* test_set = nullptr);
+                             const Dataset* test_set = nullptr, const ShmResume* resume = nullptr);
 
 }  // namespace ptrain

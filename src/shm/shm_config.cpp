@@ -50,6 +50,8 @@ void validate_shm_config(const ShmConfig& c) {
   if (!(c.diverge_above > 0)) throw Error(fmt::format("strategy.diverge_above must be > 0 (got {})", c.diverge_above));
   if (!(c.time_limit_s >= 0) || !std::isfinite(c.time_limit_s))
     throw Error(fmt::format("run.time_limit must be >= 0 seconds (got {})", c.time_limit_s));
+  if (!(c.checkpoint_every_s >= 0) || !std::isfinite(c.checkpoint_every_s))
+    throw Error(fmt::format("run.checkpoint_every must be >= 0 seconds (got {})", c.checkpoint_every_s));
 }
 
 }  // namespace ptrain

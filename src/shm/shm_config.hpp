@@ -52,6 +52,12 @@ struct ShmConfig {
   double diverge_above = 1e3; // a loss above this (or not finite) ends the run as diverged
   double time_limit_s = 0;    // stop after this much training time (0: no limit)
   uint64_t max_gradients = 0; // stop after this many gradients of all threads together (0: no limit)
+  // Checkpoints, when the caller takes them (ShmCallbacks::on_checkpoint):
+  // every this many gradients of all threads together; else at the first
+  // loss check this many seconds after the last checkpoint; else (both 0) at
+  // the end of every epoch and where the run ends.
+  uint64_t checkpoint_every = 0;
+  double checkpoint_every_s = 0;
 };
 
 // Throws ptrain::Error naming the first impossible option as the plan's field
