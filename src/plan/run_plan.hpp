@@ -84,7 +84,10 @@ struct RunControls {
     visit("checkpoint_dir", s.checkpoint_dir, "write checkpoints of the whole training state into this directory",
           Range{});
     visit("checkpoint_every", s.checkpoint_every,
-          "a checkpoint every N steps, or every N seconds with Ns (0: at the end of every epoch)", Range{});
+          "a checkpoint every N steps per worker, or every N seconds with Ns (0: at the end of every epoch); "
+          "ps-backup, ssp and async take them at epoch ends only, the shared-memory strategies every N x threads "
+          "gradients and on the clock at loss checks",
+          Range{});
     visit("checkpoint_keep", s.checkpoint_keep, "keep the newest this many checkpoints", Range::between(1, 1000000));
     visit("on_diverge", s.on_diverge,
           "when training diverges: stop (exit 3, the report written) or rollback (to the last checkpoint, with the "

@@ -89,7 +89,7 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   TrainCallbacks train_callbacks{callbacks.on_progress, callbacks.on_epoch_end};
   RunResult result;
   if (const auto shm = shared_memory_config(plan.strategy)) {
-    result = run_shared_memory(plan, *shm, world.workers, data.train, data.test, factory, callbacks);
+    result = run_shared_memory(plan, *shm, world.workers, data.train, data.test, factory, callbacks, config);
   } else if (world.backend == Backend::Local) {
     result = train(config, data.train, &data.test, factory, train_callbacks);
   } else if (world.is_server()) {

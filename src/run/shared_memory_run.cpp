@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <memory>
 
+#include "core/error.hpp"
+#include "core/run_failure.hpp"
 #include "data/random_subset.hpp"
 #include "run/run.hpp"
+#include "train/checkpoint_writer.hpp"
 
 namespace ptrain {
 
@@ -51,7 +55,8 @@ std::vector<std::pair<std::string, std::string>> notes_of(const ShmConfig& c, co
 }  // namespace
 
 RunResult run_shared_memory(const RunPlan& plan, ShmConfig shm, int threads, const Dataset& train_set,
-                            const Dataset& test_set, const ModelFactory& factory, const RunCallbacks& callbacks) {
+                            const Dataset& test_set, const ModelFactory& factory, const RunCallbacks& callbacks,
+                            const TrainConfig& config) {
   const RunControls& run = plan.run;
   shm.threads = threads;
   shm.batch = run.batch;
@@ -74,9 +79,51 @@ RunResult run_shared_memory(const RunPlan& plan, ShmConfig shm, int threads, con
   shm_callbacks.on_check = callbacks.on_loss_check;
   if (callbacks.on_epoch_end)
     shm_callbacks.on_epoch = [&](const ShmEpoch& e) { callbacks.on_epoch_end(epoch_metrics(e, run.batch)); };
-  AsyncSgdResult r = run_async_sgd(shm, train_set, loss_set, factory, shm_callbacks, &test_set);
-
   RunResult result;
+  // The process's threads write one part, committed at once by the writer's
+  // thread while training goes on; a checkpoint that cannot be written ends
+  // the run as interrupted (a retry may find the disk freed), as elsewhere.
+  std::unique_ptr<CheckpointStore> store;
+  std::unique_ptr<CheckpointWriter> writer;
+  auto interrupted = [](const auto& write) {
+    try {
+      write();
+    } catch (const InterruptedError&) {
+      throw;
+    } catch (const Error& e) {
+      throw InterruptedError(e.what());
+    }
+  };
+  if (!config.checkpoint.dir.empty()) {
+    store = std::make_unique<CheckpointStore>(config.checkpoint.dir, config.checkpoint.keep);
+    writer = std::make_unique<CheckpointWriter>(*store, 0, 1, new_checkpoint_run_id(), config.checkpoint.plan_json,
+                                                config.comm_timeout);
+    // Every N steps: every N steps of each thread, N x threads gradients in all (as --max-steps counts).
+    shm.checkpoint_every = static_cast<uint64_t>(config.checkpoint.every.steps) * static_cast<uint64_t>(threads);
+    shm.checkpoint_every_s = config.checkpoint.every.seconds;
+    shm_callbacks.on_checkpoint = [&](uint64_t gradients, std::vector<std::byte> state) {
+      interrupted([&] { writer->submit(gradients, std::move(state)); });
+    };
+  }
+  std::vector<std::byte> resume_state;
+  ShmResume resume;
+  if (config.resume) {
+    const CheckpointStore from = CheckpointStore::existing(config.resume_dir);
+    if (config.resume->parts.size() != 1)
+      throw Error(fmt::format("checkpoint {}: has {} parts; a shared-memory run writes one", config.resume->manifest,
+                              config.resume->parts.size()));
+    resume_state = from.read_part(*config.resume, 0);
+    resume = {resume_state, "checkpoint " + from.part_path(config.resume->step, config.resume->run, 0)};
+    result.resumed_from = config.resume->manifest;
+    result.resumed_at_step = config.resume->step;
+  }
+  AsyncSgdResult r =
+      run_async_sgd(shm, train_set, loss_set, factory, shm_callbacks, &test_set, config.resume ? &resume : nullptr);
+  if (writer) {  // the last checkpoint on disk and committed before the run returns
+    interrupted([&] { writer->finish(); });
+    result.checkpoints = writer->committed();
+  }
+
   for (const auto& e : r.epochs) result.epochs.push_back(epoch_metrics(e, run.batch));
   for (const auto& c : r.checks) result.loss_curve.push_back({static_cast<size_t>(c.updates), c.loss});
   result.final_params = std::move(r.final_params);

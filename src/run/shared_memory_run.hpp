@@ -11,8 +11,12 @@ namespace ptrain {
 
 struct RunCallbacks;
 
-// `shm` holds the strategy's own fields; `threads` is the run's resolved worker count.
+// `shm` holds the strategy's own fields; `threads` is the run's resolved
+// worker count. `config` says where checkpoints go (config.checkpoint) and
+// which one the run goes on from (config.resume, in config.resume_dir), as
+// for the trainer: the same store, one part for the whole process.
 RunResult run_shared_memory(const RunPlan& plan, ShmConfig shm, int threads, const Dataset& train_set,
-                            const Dataset& test_set, const ModelFactory& factory, const RunCallbacks& callbacks);
+                            const Dataset& test_set, const ModelFactory& factory, const RunCallbacks& callbacks,
+                            const TrainConfig& config);
 
 }  // namespace ptrain

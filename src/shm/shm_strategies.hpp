@@ -72,7 +72,8 @@ struct ShmBackoff {
 
 #define PTRAIN_SHM_COMMON                                                                 \
   static constexpr bool shared_memory = true; /* run by run_async_sgd, not the trainer */ \
-  static constexpr bool stops_on_time = true;
+  static constexpr bool stops_on_time = true;                                             \
+  static constexpr bool checkpoints = true; /* between rounds (shm/async_sgd.hpp) */
 
 struct SeqOptions : ShmLossChecks {
   static constexpr std::string_view name = "seq";

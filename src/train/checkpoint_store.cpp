@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <set>
 #include <thread>
@@ -74,6 +75,8 @@ std::span<const std::byte> unsealed(std::string_view magic, std::span<const std:
 }
 
 }  // namespace
+
+uint64_t new_checkpoint_run_id() { return (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}(); }
 
 CheckpointStore::CheckpointStore(std::string dir, int keep) : dir_(std::move(dir)), keep_(std::max(keep, 1)) {
   std::error_code ec;

@@ -33,6 +33,10 @@ struct FoundCheckpoint {
   std::string manifest;               // its path
 };
 
+// A new run's name for its parts, so that they are told from a crashed run's
+// at the same step: random, drawn once (by worker 0, which tells the others).
+uint64_t new_checkpoint_run_id();
+
 class CheckpointStore {
  public:
   // For writing: `dir` is created if missing. Throws ptrain::Error naming it when it cannot be.

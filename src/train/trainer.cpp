@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include "comm/local_group.hpp"
@@ -302,7 +301,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   if (!config.checkpoint.dir.empty()) {
     store = std::make_unique<CheckpointStore>(config.checkpoint.dir, config.checkpoint.keep);
     // This run's name for its parts, the same on every worker.
-    uint64_t run_id = rank == 0 ? (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}() : 0;
+    uint64_t run_id = rank == 0 ? new_checkpoint_run_id() : 0;
     comm.broadcast(std::as_writable_bytes(std::span(&run_id, 1)), 0);
     writer = std::make_unique<CheckpointWriter>(*store, rank, workers, run_id, config.checkpoint.plan_json,
                                                 config.comm_timeout);

@@ -17,6 +17,8 @@
 #include "model/model_registry.hpp"
 #include "run/resume.hpp"
 #include "run/run.hpp"
+#include "run/run_fixtures.hpp"
+#include "state_records.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
@@ -45,27 +47,6 @@ RunPlan small_plan() {
   plan.run.seed = 11;
   return plan;
 }
-
-// A replica whose worker fails at its step `fail_at` (1-based) while `armed`.
-class FailingModel : public Model {
- public:
-  FailingModel(std::unique_ptr<Model> inner, size_t fail_at, std::atomic<bool>* armed)
-      : inner_(std::move(inner)), fail_at_(fail_at), armed_(armed) {}
-  std::string name() const override { return inner_->name(); }
-  const FlatLayout& layout() const override { return inner_->layout(); }
-  std::span<float> params() override { return inner_->params(); }
-  std::span<float> grads() override { return inner_->grads(); }
-  float forward_backward(const Batch& batch) override {
-    if (++calls_ == fail_at_ && armed_->load()) throw Error("killed for the test");
-    return inner_->forward_backward(batch);
-  }
-  Metrics evaluate(const Dataset& data) override { return inner_->evaluate(data); }
-
- private:
-  std::unique_ptr<Model> inner_;
-  size_t calls_ = 0, fail_at_;
-  std::atomic<bool>* armed_;
-};
 
 struct Outcome {
   std::vector<float> params, step_losses;
@@ -100,7 +81,7 @@ void expect_exact_resume(RunPlan plan, const std::string& what, size_t every = 7
     World world = make_world(plan);
     RunInputs inputs = data_only(data);
     inputs.model = [&](const ModelInput& in) -> std::unique_ptr<Model> {
-      return std::make_unique<FailingModel>(make_model(plan.model, in), kill_at, &armed);
+      return std::make_unique<test::FailingModel>(make_model(plan.model, in), kill_at, &armed);
     };
     const std::string message = test::error_message([&] { run(plan, world, {}, inputs); });
     EXPECT_NE(message.find("killed for the test"), std::string::npos) << what << ": " << message;
@@ -289,49 +270,18 @@ TEST(CheckpointResume, RefusesAPlanTheStateCannotFollow) {
   EXPECT_FALSE(std::filesystem::exists(inputs.resume));
 }
 
-// A part's records (core/state_stream: name length, name, byte count, bytes), to edit.
-using Records = std::vector<std::pair<std::string, std::vector<std::byte>>>;
-
-Records records_of(const std::vector<std::byte>& part) {
-  Records records;
-  for (size_t at = 0; at < part.size();) {
-    uint32_t name_size = 0;
-    uint64_t size = 0;
-    std::memcpy(&name_size, part.data() + at, sizeof name_size);
-    std::string name(reinterpret_cast<const char*>(part.data() + at + 4), name_size);
-    std::memcpy(&size, part.data() + at + 4 + name_size, sizeof size);
-    const auto* bytes = part.data() + at + 12 + name_size;
-    records.emplace_back(std::move(name), std::vector<std::byte>(bytes, bytes + size));
-    at += 12 + name_size + size;
-  }
-  return records;
-}
-
-template <class T>
-void edit(Records& records, const std::string& name, const std::function<void(std::vector<T>&)>& change) {
-  for (auto& [n, bytes] : records) {
-    if (n != name) continue;
-    std::vector<T> values(bytes.size() / sizeof(T));
-    if (!bytes.empty()) std::memcpy(values.data(), bytes.data(), bytes.size());  // never with null pointers
-    change(values);
-    bytes.assign(reinterpret_cast<const std::byte*>(values.data()),
-                 reinterpret_cast<const std::byte*>(values.data() + values.size()));
-    return;
-  }
-  ADD_FAILURE() << "no record " << name;
-}
+using test::edit;
+using test::Records;
 
 // Rewrites worker 1's part of the newest checkpoint in `dir` with `change`
 // and commits it again: sizes and CRC-32s all valid, the state not.
 void rewrite_worker_1(const std::string& dir, const std::function<void(Records&)>& change) {
   const CheckpointStore store(dir, 3);
   const FoundCheckpoint found = *store.newest();
-  Records records = records_of(store.read_part(found, 1));
+  Records records = test::records_of(store.read_part(found, 1));
   change(records);
-  StateWriter w;
-  for (const auto& [name, bytes] : records) w.put_bytes(name, bytes);
   std::vector<CheckpointPart> parts = found.parts;
-  parts[1] = store.write_part(found.step, found.run, 1, w.bytes());
+  parts[1] = store.write_part(found.step, found.run, 1, test::state_of(records));
   store.commit(found.step, found.run, found.plan_json, parts);
 }
 
@@ -429,15 +379,18 @@ TEST(CheckpointResume, WorkersAtTheirOwnStepsResumeOnlyAtEpochEnds) {
   EXPECT_EQ(resumed.resumed_at_step, first.worker_steps[0]);
 }
 
-TEST(CheckpointResume, ThePlanRefusesStrategiesWithoutCheckpoints) {
+TEST(CheckpointResume, EveryStrategyCheckpointsAndTheCadenceNeedsADirectory) {
+  // The shared-memory strategies were the last without checkpoints
+  // (tests/run/shm_checkpoint_resume_test.cpp); a strategy added without
+  // them is refused a directory by the plan, naming these.
+  for (auto name : StrategyRegistry::names()) EXPECT_TRUE(checkpoints(*StrategyRegistry::make(name))) << name;
+  EXPECT_EQ(strategies_with_checkpoints(),
+            "hybrid, sequential, ps-sync, ps-backup, ssp, async, seq, mutex, rwlock, hogwild and leashed");
   RunPlan plan = small_plan();
   plan.strategy = HogwildOptions{};
   plan.run.checkpoint_dir = "/tmp/never";
   plan.run.checkpoint_every = Cadence{0, 30};
-  Problems problems = check_plan(plan);
-  EXPECT_NE(problems.joined().find("run.checkpoint_dir: the hogwild strategy does not write checkpoints yet"),
-            std::string::npos)
-      << problems.joined();
+  EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
   plan = small_plan();
   plan.run.checkpoint_every = Cadence{100, 0};
   EXPECT_NE(check_plan(plan).joined().find("run.checkpoint_every applies only with a checkpoint directory"),

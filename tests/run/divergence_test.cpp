@@ -187,27 +187,6 @@ TEST(Divergence, ThePlanSaysWhatRollbackAndRestartsNeed) {
             std::string::npos);
 }
 
-// A replica whose worker fails once, at its step `fail_at` (1-based).
-class FailingOnce : public Model {
- public:
-  FailingOnce(std::unique_ptr<Model> inner, size_t fail_at, std::atomic<bool>* armed)
-      : inner_(std::move(inner)), fail_at_(fail_at), armed_(armed) {}
-  std::string name() const override { return inner_->name(); }
-  const FlatLayout& layout() const override { return inner_->layout(); }
-  std::span<float> params() override { return inner_->params(); }
-  std::span<float> grads() override { return inner_->grads(); }
-  float forward_backward(const Batch& batch) override {
-    if (++calls_ == fail_at_ && armed_->exchange(false)) throw Error("worker lost for the test");
-    return inner_->forward_backward(batch);
-  }
-  Metrics evaluate(const Dataset& data) override { return inner_->evaluate(data); }
-
- private:
-  std::unique_ptr<Model> inner_;
-  size_t calls_ = 0, fail_at_;
-  std::atomic<bool>* armed_;
-};
-
 TEST(Restarts, AFailedWorkerRestartsFromTheLastCheckpointToTheSameBits) {
   RunPlan plan = plan_with("hybrid");
   plan.codec = DgcOptions{.density = 0.2};
@@ -220,20 +199,20 @@ TEST(Restarts, AFailedWorkerRestartsFromTheLastCheckpointToTheSameBits) {
   std::atomic<bool> armed{true};
   RunInputs inputs = test::data_only(data());
   inputs.model = [&](const ModelInput& in) -> std::unique_ptr<Model> {
-    return std::make_unique<FailingOnce>(make_model(plan.model, in), 35, &armed);
+    return std::make_unique<test::FailingModel>(make_model(plan.model, in), 35, &armed);
   };
   // Without restarts the failure ends the run, as one a retry may get past.
   {
     std::atomic<bool> once{true};
     RunInputs failing = inputs;
     failing.model = [&](const ModelInput& in) -> std::unique_ptr<Model> {
-      return std::make_unique<FailingOnce>(make_model(plan.model, in), 35, &once);
+      return std::make_unique<test::FailingModel>(make_model(plan.model, in), 35, &once);
     };
     try {
       run(plan, world, {}, failing);
       ADD_FAILURE() << "did not throw";
     } catch (const InterruptedError& e) {
-      EXPECT_NE(std::string(e.what()).find("worker lost for the test"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("killed for the test"), std::string::npos) << e.what();
     }
   }
   test::ScratchDir other;

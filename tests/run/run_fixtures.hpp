@@ -1,6 +1,10 @@
 #pragma once
 // What the tests of run() share: a small data set and a plan on the native
 // model (so they run in the sanitizer builds too).
+#include <atomic>
+#include <memory>
+
+#include "core/error.hpp"
 #include "data/synthetic.hpp"
 #include "run/run.hpp"
 
@@ -30,5 +34,28 @@ inline RunPlan softmax_plan(int workers, size_t batch, double epochs) {
   plan.run.comm_timeout = 30;
   return plan;
 }
+
+// A replica that throws Error("killed for the test") at its gradient
+// `fail_at` (1-based), once: the first replica to get there while `armed`
+// disarms it, so a restarted run goes on.
+class FailingModel : public Model {
+ public:
+  FailingModel(std::unique_ptr<Model> inner, size_t fail_at, std::atomic<bool>* armed)
+      : inner_(std::move(inner)), fail_at_(fail_at), armed_(armed) {}
+  std::string name() const override { return inner_->name(); }
+  const FlatLayout& layout() const override { return inner_->layout(); }
+  std::span<float> params() override { return inner_->params(); }
+  std::span<float> grads() override { return inner_->grads(); }
+  float forward_backward(const Batch& batch) override {
+    if (++calls_ == fail_at_ && armed_->exchange(false)) throw Error("killed for the test");
+    return inner_->forward_backward(batch);
+  }
+  Metrics evaluate(const Dataset& data) override { return inner_->evaluate(data); }
+
+ private:
+  std::unique_ptr<Model> inner_;
+  size_t calls_ = 0, fail_at_;
+  std::atomic<bool>* armed_;
+};
 
 }  // namespace ptrain::test
