@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # What checkpoints cost: the demo's run (MLP, hybrid, Adam, 4 workers, 3
-# epochs) without checkpoints and with one every EVERY steps (100) into a
-# directory on the same disk as the build, runs alternating, REPEATS of each
-# (5). The table gives the median samples/s (training time, checkpoints
-# written inside an epoch included), the checkpoints written and their size;
-# the cost is the median over the back-to-back pairs of with / without.
-#   bench/checkpoint_overhead.sh [BUILD_DIR]   (env: REPEATS, EVERY, WORKERS, EPOCHS)
+# epochs; or the run ARGS gives) without checkpoints and with one every EVERY
+# steps (100) into a directory on the same disk as the build, runs
+# alternating, REPEATS of each (5). The table gives the median samples/s
+# (training time, checkpoints written inside an epoch included), the
+# checkpoints written and their size; the cost is the median over the
+# back-to-back pairs of with / without.
+#   bench/checkpoint_overhead.sh [BUILD_DIR]   (env: REPEATS, EVERY, WORKERS, EPOCHS, ARGS)
+#   ARGS="--strategy leashed --workers 2 --optimizer sgd --lr 0.05 --epochs 1" bench/checkpoint_overhead.sh
 set -euo pipefail
 build=${1:-build}
 repeats=${REPEATS:-5}
@@ -16,7 +18,8 @@ py=/usr/bin/python3
 
 scratch=$(mktemp -d "$(cd "$build" && pwd)/checkpoint-bench.XXXXXX")  # on the build's disk, not a tmpfs
 trap 'rm -rf "$scratch"' EXIT
-common=(--workers "$workers" --strategy hybrid --optimizer adam --epochs "$epochs" --quiet)
+read -r -a run_args <<<"${ARGS:---workers $workers --strategy hybrid --optimizer adam --epochs $epochs}"
+common=("${run_args[@]}" --quiet)
 for ((rep = 1; rep <= repeats; rep++)); do
   "$build/ptrain" train "${common[@]}" --report "$scratch/off-$rep.json"
   rm -rf "$scratch/ckpt"
@@ -32,7 +35,8 @@ scratch, repeats, every, size, kept = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 runs = {k: [json.load(open(f"{scratch}/{k}-{r}.json")) for r in range(1, repeats + 1)] for k in ("off", "on")}
 first = runs["off"][0]
 plan = first["plan"]["run"]
-print(f"MLP, hybrid, Adam, {plan['workers']} workers x batch {plan['batch']}, {plan['epochs']:g} epochs; "
+print(f"{first['plan']['model']['name']}, {first['plan']['strategy']['name']}, {first['plan']['optimizer']['name']}, "
+      f"{plan['workers']} workers x batch {plan['batch']}, {plan['epochs']:g} epochs; "
       f"median of {repeats}, alternating; {first['host'].get('cpu', '?')}, {os.cpu_count()} cores")
 print()
 print("| checkpoints | samples/s | runs (samples/s) | written | test accuracy |")
