@@ -71,14 +71,15 @@ void HogwildParameters::save_state(StateWriter& out) const {
 
 void HogwildParameters::load_state(StateReader& in) {
   in.take("shm.params", std::span<float>(params_));
-  completed_.store(in.take_value<uint64_t>("shm.updates"), std::memory_order_release);
+  completed_.store(take_update_count(in, "shm.updates"), std::memory_order_release);
   const auto threads = in.take_value<uint64_t>("hogwild.threads");
   if (threads != threads_.size())
     throw Error(fmt::format("{}: holds the optimizer state of {} HOGWILD! threads, this run has {}", in.source(),
                             threads, threads_.size()));
   for (size_t t = 0; t < threads_.size(); ++t) {
     in.take(fmt::format("hogwild.thread{}.optimizer_state", t), std::span<float>(threads_[t].slots));
-    threads_[t].steps = in.take_value<int64_t>(fmt::format("hogwild.thread{}.optimizer_steps", t));
+    threads_[t].steps =
+        static_cast<int64_t>(take_update_count(in, fmt::format("hogwild.thread{}.optimizer_steps", t)));
   }
 }
 

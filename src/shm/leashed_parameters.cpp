@@ -114,7 +114,7 @@ void LeashedParameters::save_state(StateWriter& out) const {
 void LeashedParameters::load_state(StateReader& in) {
   ParamVersion* v = latest_.load(std::memory_order_acquire);
   in.take("shm.params", std::span<float>(v->values).first(size_));
-  v->version = in.take_value<uint64_t>("shm.updates");
+  v->version = take_update_count(in, "shm.updates");  // Adam's step count too
   in.take("leashed.optimizer_state", std::span<float>(v->values).subspan(size_));
   v->parent = in.take_value<uint64_t>("leashed.parent");
 }

@@ -33,7 +33,7 @@ void save_guarded(StateWriter& out, std::span<const float> params, uint64_t vers
 
 uint64_t load_guarded(StateReader& in, std::span<float> params, Optimizer& optimizer) {
   in.take("shm.params", params);
-  const auto version = in.take_value<uint64_t>("shm.updates");
+  const auto version = take_update_count(in, "shm.updates");
   optimizer.load_state(in);
   return version;
 }

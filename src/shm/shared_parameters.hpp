@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "core/state_stream.hpp"
 #include "shm/backoff.hpp"
@@ -57,6 +58,11 @@ class SharedParameters {
   virtual void save_state(StateWriter& out) const = 0;
   virtual void load_state(StateReader& in) = 0;
 };
+
+// A count of updates or optimizer steps from a checkpoint: refused (naming
+// the record) beyond 2^53, as the optimizers' own step counts are, where a
+// crafted file would overflow the counts it steps on.
+uint64_t take_update_count(StateReader& in, std::string_view name);
 
 // The algorithm's shared parameters, starting from `initial`. For seq,
 // `initial` must be the one thread's replica, which then is the storage (no copies).

@@ -14,6 +14,7 @@
 #include "core/state_stream.hpp"
 #include "shm/hogwild_parameters.hpp"
 #include "shm/leashed_parameters.hpp"
+#include "state_records.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
@@ -297,6 +298,19 @@ TEST(SharedParameters, LoadingRefusesStateOfAnotherShape) {
   StateReader in2(two, "ckpt");
   EXPECT_EQ(test::error_message([&] { three->load_state(in2); }),
             "ckpt: holds the optimizer state of 2 HOGWILD! threads, this run has 3");
+  // Counts no run reaches, which would overflow Adam's step count (the
+  // Leashed version's number) or a HOGWILD! thread's.
+  auto three_state = save(*three);
+  for (const auto& [state, name] :
+       {std::pair{state, std::string("shm.updates")}, std::pair{three_state, std::string("hogwild.thread2.optimizer_steps")}}) {
+    const auto edited = test::edited<uint64_t>(state, name, [](auto& v) { v[0] = uint64_t{1} << 63; });
+    auto target = name == "shm.updates" ? make(ShmAlgorithm::Leashed, 2, storage, 0, adam)
+                                        : make(ShmAlgorithm::Hogwild, 3, storage, 0, adam);
+    StateReader crafted(edited, "ckpt");
+    EXPECT_EQ(test::error_message([&] { target->load_state(crafted); }),
+              "ckpt: record '" + name + "' counts 9223372036854775808 updates (a run counts from 0 to below "
+              "9007199254740992)");
+  }
   // Another optimizer's state under a lock.
   const auto sgd = save(*make(ShmAlgorithm::Mutex, 2, storage, 0.1f));
   auto with_adam = make(ShmAlgorithm::Mutex, 2, storage, 0, adam);
