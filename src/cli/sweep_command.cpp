@@ -35,8 +35,10 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
                   "Also write one row per grid cell: runs, reached target, diverged, crashed, median time to "
                   "the target (written when the sweep ends)")
       ->group("Sweep");
-    o.flags = std::make_unique<PlanFlags>(
-      *cmd, std::vector<std::string>{"--strategy", "--workers", "--batch", "--lr", "--save"});
+  // A sweep resumes by its CSV; its runs' checkpoints would mix in one directory.
+  o.flags = std::make_unique<PlanFlags>(
+      *cmd, std::vector<std::string>{"--strategy", "--workers", "--batch", "--lr", "--save", "--checkpoint-dir",
+                                     "--checkpoint-every", "--checkpoint-keep"});
   return cmd;
 }
 

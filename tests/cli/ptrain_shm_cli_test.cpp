@@ -344,6 +344,16 @@ TEST(PtrainShmCli, SeqStoppedByMaxStepsResumesToTheReportOfTheWholeRun) {
     EXPECT_EQ(again["shared_memory"][figure], whole["shared_memory"][figure]) << figure;
 }
 
+// A sweep resumes by its CSV: its runs have no checkpoint directory to mix their checkpoints in.
+TEST(PtrainShmCli, ASweepTakesNoCheckpointDirectory) {
+  test::ScratchDir dir;
+  const Outcome o = run_ptrain("sweep --csv " + dir.file("s.csv") + " --checkpoint-dir " + dir.file("ckpt"));
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_NE(o.err.find("--checkpoint-dir"), std::string::npos) << o.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("ckpt")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("s.csv")));
+}
+
 // An asynchronous run SIGKILLed past half its run and resumed ends with the
 // test accuracy and training loss of one never killed, within 0.01 each. On
 // Fashion-MNIST (10,000 training images, softmax, 2 threads, a small step),
