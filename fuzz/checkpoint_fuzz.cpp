@@ -4,10 +4,14 @@
 // sizes and CRC-32s), the plan it holds checked against this run's, then the
 // trainer on threads, where every worker loads its state from its part (the
 // parameters, the optimizer's, the codecs', the strategy's, the epoch and the
-// results so far) through a StateReader and trains on to the run's end.
+// results so far) through a StateReader and trains on to the run's end; for a
+// shared-memory strategy, run_shared_memory loading the one part (the shared
+// parameters and optimizer state, each thread's order, generators and
+// counters, the run's position) and its threads training on.
 //
 // Input: the run (one of run_kinds(): a softmax model on a small synthetic set,
-// trained by hybrid, sequential or a parameter-server strategy), how
+// trained by hybrid, sequential, a parameter-server or a shared-memory
+// strategy), how
 // the files are made, the step and run id they are named for, then chunks
 // (uint32 length, bytes): the manifest, then each worker's part. The files are
 //   mode 0: the chunks as they are (a checkpoint on disk, damaged or not);
@@ -29,6 +33,8 @@
 #include "model/softmax_regression.hpp"
 #include "plan/plan_json.hpp"
 #include "run/resume.hpp"
+#include "run/run.hpp"
+#include "run/shared_memory_run.hpp"
 #include "run/train_config.hpp"
 #include "train/checkpoint_store.hpp"
 
@@ -66,6 +72,11 @@ const std::vector<RunKind>& run_kinds() {
       {"ps-backup-momentum", PsBackupOptions{}, MomentumOptions{}, NoCompression{}, 3},
       {"ssp-sgd-int8", with_shards<SspOptions>(2), SgdOptions{}, Int8Options{}, 2},
       {"async-sgd-dgc", AsyncOptions{}, SgdOptions{}, DgcOptions{}, 2},
+      // The shared-memory strategies: one part, every thread's state in it.
+      {"seq-momentum", SeqOptions{}, MomentumOptions{}, NoCompression{}, 1},
+      {"mutex-adam", MutexOptions{}, AdamOptions{}, NoCompression{}, 2},
+      {"hogwild-adam", HogwildOptions{}, AdamOptions{}, NoCompression{}, 3},
+      {"leashed-nesterov", LeashedOptions{}, NesterovOptions{}, NoCompression{}, 2},
   };
   return kinds;
 }
@@ -110,7 +121,10 @@ RunResult run_on_threads(const RunPlan& plan, const std::string& resume) {
   const LoadedData& loaded = data();
   const ModelInput input{loaded.train.sample_shape(), loaded.train.num_classes(), loaded.train.label_shape(),
                          plan.run.seed};
-  return train(config, loaded.train, &loaded.test, [&] { return SoftmaxOptions{}.make(input); });
+  const ModelFactory softmax = [&] { return SoftmaxOptions{}.make(input); };
+  if (const auto shm = shared_memory_config(plan.strategy))
+    return run_shared_memory(plan, *shm, plan.run.workers, loaded.train, loaded.test, softmax, {}, config);
+  return train(config, loaded.train, &loaded.test, softmax);
 }
 
 constexpr std::string_view kManifestMagic = "PTRNCKPT";
