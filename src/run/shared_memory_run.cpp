@@ -74,7 +74,8 @@ RunResult run_shared_memory(const RunPlan& plan, ShmConfig shm, int threads, con
   shm_callbacks.on_check = callbacks.on_loss_check;
   if (callbacks.on_epoch_end)
     shm_callbacks.on_epoch = [&](const ShmEpoch& e) { callbacks.on_epoch_end(epoch_metrics(e, run.batch)); };
-  AsyncSgdResult r = run_async_sgd(shm, train_set, loss_set, factory, shm_callbacks, &test_set);
+  // The threads share one copy of the parameters in host memory: every replica on the CPU.
+  AsyncSgdResult r = run_async_sgd(shm, train_set, loss_set, [&] { return factory(0); }, shm_callbacks, &test_set);
 
   RunResult result;
   for (const auto& e : r.epochs) result.epochs.push_back(epoch_metrics(e, run.batch));
