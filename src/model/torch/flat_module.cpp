@@ -202,26 +202,13 @@ void FlatModule::parameters_to_device() {
   traffic_.seconds += copying.seconds();
 }
 
-torch::Tensor FlatModule::input_on_device(const float* data, size_t count, const std::vector<int64_t>& sample_shape,
-                                          Task task) {
-  auto x = input_tensor(data, count, sample_shape, task);
-  if (!staged_) return x;
+torch::Tensor FlatModule::on_device(const torch::Tensor& host) {
+  if (!staged_) return host;
   Stopwatch copying;
-  auto on_device = x.to(device_);
-  traffic_.to_device_bytes += static_cast<uint64_t>(x.nbytes());
+  auto moved = host.to(device_);
+  traffic_.to_device_bytes += static_cast<uint64_t>(host.nbytes());
   traffic_.seconds += copying.seconds();
-  return on_device;
-}
-
-torch::Tensor FlatModule::labels_on_device(const int64_t* labels, size_t count,
-                                           const std::vector<int64_t>& label_shape) {
-  auto y = label_tensor(labels, count, label_shape);
-  if (!staged_) return y;
-  Stopwatch copying;
-  auto on_device = y.to(device_);
-  traffic_.to_device_bytes += static_cast<uint64_t>(y.nbytes());
-  traffic_.seconds += copying.seconds();
-  return on_device;
+  return moved;
 }
 
 torch::Tensor FlatModule::loss_of(const torch::Tensor& output, const torch::Tensor& labels) const {
@@ -235,8 +222,8 @@ float FlatModule::forward_backward(const Batch& batch) {
     if (stream_) on_stream.emplace(*stream_);
     parameters_to_device();
     flat_grads_.zero_();
-    auto x = input_on_device(batch.features.data(), batch.size(), batch.sample_shape, task_of(batch.label_shape));
-    auto y = labels_on_device(batch.labels.data(), batch.size(), batch.label_shape);
+    auto x = on_device(input_tensor(batch.features.data(), batch.size(), batch.sample_shape, task_of(batch.label_shape)));
+    auto y = on_device(label_tensor(batch.labels.data(), batch.size(), batch.label_shape));
     auto loss = loss_of(forward_(x), y);
     if (loss.numel() != 1)
       throw Error("model " + name_ + ": the loss has shape " + c10::str(loss.sizes()) + ", not a single value");
@@ -268,8 +255,8 @@ Metrics FlatModule::evaluate(const Dataset& data) {
     parameters_to_device();
     for (size_t start = 0; start < data.size(); start += kChunk) {
       const size_t n = std::min(kChunk, data.size() - start);
-      auto x = input_on_device(data.sample(start).data(), n, data.sample_shape(), data.task());
-      auto y = labels_on_device(data.targets(start).data(), n, data.label_shape());
+      auto x = on_device(input_tensor(data.sample(start).data(), n, data.sample_shape(), data.task()));
+      auto y = on_device(label_tensor(data.targets(start).data(), n, data.label_shape()));
       auto out = forward_(x);
       if (loss_) {
         // The loss function gives the mean per target: times the targets, it sums.

@@ -89,9 +89,8 @@ class FlatModule : public Model {
   torch::Tensor loss_of(const torch::Tensor& output, const torch::Tensor& labels) const;
   // Staged: the host's parameters into the device's buffer, before a pass.
   void parameters_to_device();
-  // The samples [first, first + count) of a batch or data set, on the device.
-  torch::Tensor input_on_device(const float* data, size_t count, const std::vector<int64_t>& sample_shape, Task task);
-  torch::Tensor labels_on_device(const int64_t* labels, size_t count, const std::vector<int64_t>& label_shape);
+  // A batch's inputs or labels, on the device (counted as traffic when staged).
+  torch::Tensor on_device(const torch::Tensor& host);
   // Waits for this replica's device work (its stream) to finish.
   void wait_for_device() const;
 
