@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     config.pin_workers = pin;
     config.epochs = 1000000;  // --steps decides the length, across epoch boundaries
     config.strategy.optimizer.kind = ptrain::OptimizerKind::Adam;
-    auto factory = [&] { return ptrain::make_model({"mlp", {128}, 1}, train_set.sample_shape(), 10); };
+    auto factory = [&](int) { return ptrain::make_model({"mlp", {128}, 1}, train_set.sample_shape(), 10); };
     if (warmup > 0) {  // warm caches and allocators, as the peers do
       config.max_steps = warmup;
       ptrain::train(config, train_set, nullptr, factory);

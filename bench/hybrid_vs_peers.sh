@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Samples/s of hybrid training of the MLP (784-128-10, Adam, batch 64 per
-# worker) with 1, 2 and 4 workers, side by side in one run with a plain
+# worker) with 1, 2, 4, ... workers up to the machine's cores (nproc), side
+# by side in one run with a plain
 # single-process LibTorch loop and PyTorch DistributedDataParallel (gloo, CPU,
 # one process per worker, one thread each). Each configuration runs REPEATS
 # times, interleaved, and the median is reported.
@@ -10,7 +11,11 @@ build=${1:-build}
 steps=${STEPS:-1000}
 batch=${BATCH:-64}
 repeats=${REPEATS:-3}
-workers=${WORKERS:-"1 2 4"}
+cores=$(nproc)
+default_workers="1"
+for ((w = 2; w <= cores; w *= 2)); do default_workers="$default_workers $w"; done
+if ((cores & (cores - 1))); then default_workers="$default_workers $cores"; fi  # nproc itself, if not a power of 2
+workers=${WORKERS:-$default_workers}
 here=$(cd "$(dirname "$0")" && pwd)
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 py=/usr/bin/python3  # Debian's python3-torch lives here, whatever python3 is first on PATH
@@ -26,14 +31,23 @@ for ((rep = 1; rep <= repeats; rep++)); do
 done
 
 "$py" - "$results" "$batch" "$steps" "$repeats" "$build/bench-hybrid.csv" <<'PY'
-import json, statistics, sys, os
+import json, platform, statistics, sys, os
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 batch, steps, repeats, csv_path = sys.argv[2:6]
 med = {}
 for r in rows:
     med.setdefault((r["peer"], r["workers"]), []).append(r["samples_per_s"])
 med = {k: statistics.median(v) for k, v in med.items()}
-print(f"MLP 784-128-10, Adam, batch {batch} per worker, {steps} steps, median of {repeats}; {os.cpu_count()} cores")
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+print(f"MLP 784-128-10, Adam, batch {batch} per worker, {steps} steps, median of {repeats}; "
+      f"{platform.node()}: {cpu_model()}, {os.cpu_count()} cores")
 print()
 print("| workers | ptrain hybrid | PyTorch DDP (gloo) | LibTorch loop | hybrid / DDP | hybrid / hybrid x1 |")
 print("|---|---|---|---|---|---|")

@@ -121,7 +121,7 @@ RunResult run_on_threads(const RunPlan& plan, const std::string& resume) {
   const LoadedData& loaded = data();
   const ModelInput input{loaded.train.sample_shape(), loaded.train.num_classes(), loaded.train.label_shape(),
                          plan.run.seed};
-  const ModelFactory softmax = [&] { return SoftmaxOptions{}.make(input); };
+  const ModelFactory softmax = [&](int) { return SoftmaxOptions{}.make(input); };
   if (const auto shm = shared_memory_config(plan.strategy))
     return run_shared_memory(plan, *shm, plan.run.workers, loaded.train, loaded.test, softmax, {}, config);
   return train(config, loaded.train, &loaded.test, softmax);

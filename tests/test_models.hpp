@@ -11,7 +11,7 @@
 namespace ptrain::test {
 
 inline ModelFactory softmax_factory(const Dataset& data, uint64_t seed = 5) {
-  return [&data, seed] {
+  return [&data, seed](int) {
     return std::make_unique<SoftmaxRegression>(data.sample_numel(), data.num_classes(), seed);
   };
 }

@@ -2,6 +2,7 @@
 // The Model interface every strategy drives. Parameters and gradients are two
 // flat float buffers with the same layout; the layers below see only spans.
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -37,6 +38,16 @@ struct Metrics {
   }
 };
 
+// What a model computing on a device (a GPU) moved between host and device
+// memory: the parameters in and the gradients out every step (seed 000's
+// hybrid: the host keeps the model), and each batch in.
+struct DeviceTraffic {
+  uint64_t to_device_bytes = 0;
+  uint64_t to_host_bytes = 0;
+  double seconds = 0;  // spent copying (waiting for the device's own work excluded)
+  uint64_t steps = 0;  // forward_backward calls
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -60,6 +71,9 @@ class Model {
   // true; for the others every gradient is final when forward_backward() returns.
   // An empty hook removes it.
   virtual bool set_gradient_ready_hook(GradientReadyHook /*hook*/) { return false; }
+
+  // Host <-> device copies so far (all zero for a model on the CPU).
+  virtual DeviceTraffic device_traffic() const { return {}; }
 };
 
 }  // namespace ptrain

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/compute_device.hpp"
+#include "core/printable.hpp"
 #include "plan/field_checks.hpp"
 
 namespace ptrain {
@@ -63,6 +65,19 @@ Problems check_plan(const RunPlan& plan) {
     problems.add("run.max_restarts",
                  ": restarts in the same process work on threads; under mpirun restart the job with --resume (exit "
                  "status 75 says when)");
+  if (const auto device = parse_compute_device(run.device); !device) {
+    problems.add("run.device", fmt::format(": expected cpu, cuda or cuda:N, got '{}'", printable(run.device)));
+  } else if (device->cuda) {
+    if (shared_memory_config(plan.strategy))
+      problems.add("run.device",
+                   fmt::format("{}: the {} strategy is a CPU algorithm (threads updating one copy of the parameters "
+                               "in host memory); use cpu",
+                               run.device, strategy));
+    if (std::holds_alternative<SoftmaxOptions>(plan.model))
+      problems.add("run.device", fmt::format("{}: model softmax is ptrain's own CPU code; mlp, cnn and torchscript "
+                                             "run on a GPU",
+                                             run.device));
+  }
   if (run.straggler_rank < 0 && run.straggler_factor != 1)
     problems.add("run.straggler_factor", "applies only with a straggler (run.straggler_rank)");
   return problems;

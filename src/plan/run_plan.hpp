@@ -49,6 +49,7 @@ struct RunControls {
   size_t log_every = 10;  // a loss point every k steps
   double comm_timeout = 60;  // seconds a worker waits for the others before failing
   int threads_per_worker = 1;  // LibTorch and OpenBLAS threads per worker
+  std::string device = "cpu";  // where workers compute: cpu, cuda or cuda:N (core/compute_device.hpp)
   bool pin = true;  // worker r on the r-th core the process may use
   int straggler_rank = -1;  // this worker computes straggler_factor times slower (-1: none)
   double straggler_factor = 1;
@@ -76,6 +77,11 @@ struct RunControls {
           Range{0, 1e6, true, false});
     visit("threads_per_worker", s.threads_per_worker, "LibTorch and OpenBLAS threads per worker",
           Range::between(1, 1024));
+    visit("device", s.device,
+          "where each worker's forward and backward run: cpu, cuda (the workers spread over the visible GPUs; an "
+          "MPI rank by its rank on its host) or cuda:N; the parameters stay in host memory, where the gradients are "
+          "reduced and the update applied",
+          Range{});
     visit("pin", s.pin, "pin worker r to the r-th core the process may use", Range{});
     visit("straggler_rank", s.straggler_rank, "this worker computes straggler_factor times slower (-1: none)",
           Range::at_least(-1));

@@ -167,6 +167,13 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
                         {"staleness_max", shard.max_staleness()}});
   }
   if (r.shared_memory) report["shared_memory"] = shared_memory_json(*r.shared_memory);
+  // Seed 002's claim, measured: what moving data in and out of the GPU costs a step.
+  const DeviceTraffic& t = r.device_traffic;
+  const double steps = static_cast<double>(std::max<uint64_t>(t.steps, 1));
+  report["device"] = {{"name", r.device},
+                      {"host_to_device_bytes_per_step", static_cast<double>(t.to_device_bytes) / steps},
+                      {"device_to_host_bytes_per_step", static_cast<double>(t.to_host_bytes) / steps},
+                      {"copy_seconds_per_step", t.seconds / steps}};
   report["checkpoints"] = {{"written", r.checkpoints},
                            {"resumed_from", r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
                            {"resumed_at_step", r.resumed_at_step}};

@@ -4,8 +4,10 @@
 
 #include <filesystem>
 
+#include "core/compute_device.hpp"
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
+#include "model/device_support.hpp"
 #include "model/model_registry.hpp"
 #include "run/resume.hpp"
 #include "run/save_model.hpp"
@@ -62,18 +64,29 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
     }
   }
   check_save_model(plan, static_cast<bool>(inputs.model), world.reports(), problems);
+  // The plan's check said it reads; whether this build and machine have it is asked here.
+  const ComputeDevice device = parse_compute_device(plan.run.device).value_or(ComputeDevice{});
+  if (parse_compute_device(plan.run.device))
+    if (const std::string why = device_unavailable(device); !why.empty())
+      problems.add("run.device", plan.run.device + ": " + why);
   problems.throw_if_any();
   set_compute_threads(plan.run.threads_per_worker);
+  prepare_device(device);
 
   std::optional<Standardization> standardization;
   const LoadedData data = load_data(plan, inputs, standardization);
   const ModelInput input{data.train.sample_shape(), data.train.num_classes(), data.train.label_shape(), plan.run.seed};
-  const ModelFactory factory = [&]() -> std::unique_ptr<Model> {
-    return inputs.model ? inputs.model(input) : make_model(plan.model, input);
+  // Threads spread over the GPUs by worker, ranks by their place on their host.
+  const int gpus = device.cuda ? visible_gpus() : 0;
+  const ModelFactory factory = [&](int worker) -> std::unique_ptr<Model> {
+    ModelInput in = input;
+    if (worker != kLayoutOnly)
+      in.device = device_for_worker(device, world.backend == Backend::Local ? worker : world.host_slot, gpus);
+    return inputs.model ? inputs.model(in) : make_model(plan.model, in);
   };
   RunStart start;
   {
-    auto probe = factory();
+    auto probe = factory(kLayoutOnly);
     start.model = probe->name();
     start.parameters = probe->params().size();
   }
@@ -107,6 +120,7 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   result.model_input = input;
   result.standardization = standardization;
   result.caller_model = static_cast<bool>(inputs.model);
+  result.device = device_description(device_for_worker(device, world.backend == Backend::Local ? 0 : world.host_slot, gpus));
   return result;
 }
 

@@ -117,8 +117,9 @@ RunResult run_shared_memory(const RunPlan& plan, ShmConfig shm, int threads, con
     result.resumed_from = config.resume->manifest;
     result.resumed_at_step = config.resume->step;
   }
-  AsyncSgdResult r =
-      run_async_sgd(shm, train_set, loss_set, factory, shm_callbacks, &test_set, config.resume ? &resume : nullptr);
+  // The threads share one copy of the parameters in host memory: every replica on the CPU.
+  AsyncSgdResult r = run_async_sgd(shm, train_set, loss_set, [&] { return factory(0); }, shm_callbacks, &test_set,
+                                   config.resume ? &resume : nullptr);
   if (writer) {  // the last checkpoint on disk and committed before the run returns
     interrupted([&] { writer->finish(); });
     result.checkpoints = writer->committed();

@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <span>
 #include <thread>
 
+#include "core/compute_device.hpp"
 #include "core/error.hpp"
 
 namespace ptrain {
@@ -19,6 +23,25 @@ std::string World::description() const {
   if (backend == Backend::Mpi) text += "; " + transport;
   return text;
 }
+
+namespace {
+
+// How many lower ranks run on this host (every rank calls it): which of the
+// host's GPUs this rank takes.
+int host_slot(Communicator& ranks) {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  const std::string mine(name);
+  const auto all = ranks.allgatherv(std::as_bytes(std::span(mine.data(), mine.size())));
+  int slot = 0;
+  for (int r = 0; r < ranks.rank(); ++r) {
+    const auto& theirs = all[static_cast<size_t>(r)];
+    if (std::string(reinterpret_cast<const char*>(theirs.data()), theirs.size()) == mine) ++slot;
+  }
+  return slot;
+}
+
+}  // namespace
 
 World make_world(const RunPlan& plan) {
   const RunControls& run = plan.run;
@@ -53,6 +76,8 @@ World make_world(const RunPlan& plan) {
                             "workers are the ranks{})",
                             run.workers, world.workers, world.servers > 0 ? ", less the servers" : ""));
   if (world.servers > 0) world.worker_ranks = world.ranks->split(world.rank() < world.workers ? 0 : 1);
+  if (const auto device = parse_compute_device(run.device); device && device->cuda)
+    world.host_slot = host_slot(*world.ranks);
   return world;
 }
 

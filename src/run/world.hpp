@@ -14,6 +14,9 @@ struct World {
   Backend backend = Backend::Local;  // never Auto once made
   int workers = 0;
   int servers = 0;
+  // This process's place among the ranks on its host (0 on threads): a
+  // rank's GPU under --device cuda. Found only for runs on a GPU.
+  int host_slot = 0;
   // MPI only: every rank, and the worker ranks alone (with servers).
   std::unique_ptr<MpiCommunicator> ranks, worker_ranks;
   // Where the workers' messages go: "threads of one process (no network)", or

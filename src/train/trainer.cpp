@@ -469,6 +469,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     side->sync_for_evaluation();
     auto p = model.params();
     result.final_params.assign(p.begin(), p.end());
+    result.device_traffic = replica.device_traffic();
   }
   side->finish();
   // Every worker's byte counters, steps and departure, to worker 0.
@@ -528,7 +529,7 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
   const int workers = config.workers;
   const RunShape shape = run_shape(config, train_set);
   std::vector<std::unique_ptr<Model>> replicas;
-  for (int r = 0; r < workers; ++r) replicas.push_back(make_replica());
+  for (int r = 0; r < workers; ++r) replicas.push_back(make_replica(r));
   auto strategy = config.make_strategy(strategy_config(config, shape), replicas[0]->params().size(), workers);
   const int servers = strategy->servers();
   auto group = std::make_shared<LocalGroup>(workers, config.comm_timeout);
@@ -585,7 +586,7 @@ RunResult train_with(Communicator& comm, Communicator* with_servers, const Train
   validate(config, train_set);
   Stopwatch wall;
   const RunShape shape = run_shape(config, train_set);
-  auto model = make_replica();
+  auto model = make_replica(comm.rank());
   auto strategy = config.make_strategy(strategy_config(config, shape), model->params().size(), comm.size());
   if (strategy->servers() > 0 && !with_servers)
     throw Error("train: this strategy needs server shards besides the workers");
@@ -625,7 +626,7 @@ void serve_on(Communicator& with_servers, const TrainConfig& config, const Datas
               const ModelFactory& make_replica) {
   validate(config, train_set);
   const RunShape shape = run_shape(config, train_set);
-  auto model = make_replica();  // for the layout of the flat buffer, which the codecs need
+  auto model = make_replica(kLayoutOnly);  // for the layout of the flat buffer, which the codecs need
   auto strategy = config.make_strategy(strategy_config(config, shape), model->params().size(), config.workers);
   if (with_servers.size() != config.workers + strategy->servers())
     throw Error(fmt::format("train: {} workers and {} server shards need {} ranks, not {}", config.workers,

@@ -99,6 +99,7 @@ struct RunResult {
   std::string resumed_from;  // the checkpoint (manifest) the run went on from ("": started afresh)
   size_t resumed_at_step = 0;  // the steps that checkpoint had taken
   size_t checkpoints = 0;      // checkpoints this run wrote
+  DeviceTraffic device_traffic;  // worker 0's copies between host and device (none on the CPU)
   size_t steps = 0;          // per worker; under ssp and async, the most any worker took
   size_t samples = 0;        // samples processed by all workers
   double train_seconds = 0;  // evaluation excluded
@@ -115,6 +116,7 @@ struct RunResult {
   ModelInput model_input;
   std::optional<Standardization> standardization;  // none: features as loaded
   bool caller_model = false;
+  std::string device;  // where worker 0 computed: "cpu", "cuda:0 (NVIDIA H100 ...)"
 };
 
 struct Progress {
@@ -129,7 +131,10 @@ struct TrainCallbacks {
   std::function<void(const EpochMetrics&)> on_epoch_end;  // after evaluation
 };
 
-using ModelFactory = std::function<std::unique_ptr<Model>()>;
+// A replica for worker `worker` (which tells its device), or, given
+// kLayoutOnly, a model whose layout alone is needed (a parameter-server shard's).
+using ModelFactory = std::function<std::unique_ptr<Model>(int worker)>;
+inline constexpr int kLayoutOnly = -1;
 
 // Trains and evaluates after every epoch on `test` (if not null). Throws
 // ptrain::Error for impossible settings before any work, and when a worker

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/run_failure.hpp"
+#include "model/device_support.hpp"
 #include "run_ptrain.hpp"
 #include "test_support.hpp"
 
@@ -69,6 +70,10 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--workers 4 --train-samples 100 --batch 26", "larger than each worker's shard of 25"},
       {"--no-such-flag", "--no-such-flag"},
       {"--worker 2", "did you mean --workers?"},
+      {"--device tpu", "--device: expected cpu, cuda or cuda:N, got 'tpu'"},
+      {"--device cuda:", "--device: expected cpu, cuda or cuda:N, got 'cuda:'"},
+      {"--strategy hogwild --device cuda", "--device cuda: the hogwild strategy is a CPU algorithm"},
+      {"--model softmax --device cuda:0", "--device cuda:0: model softmax is ptrain's own CPU code"},
       // Every problem at once, on one line.
       {"--lr 0 --epochs 0 --batch 0", "--lr must be > 0 (got 0); --batch must be at least 1 (got 0); --epochs must be > 0"},
   };
@@ -396,6 +401,27 @@ TEST(PtrainCli, PlanFilesAreCheckedFieldByField) {
   EXPECT_NE(bad.err.find("not valid JSON"), std::string::npos) << bad.err;
   EXPECT_EQ(run_ptrain("train --config " + dir.path().string()).err.find("not a regular file") == std::string::npos,
             false);
+}
+
+// A GPU this build or this machine does not have: one line naming --device
+// and what is missing, exit 2, before any data is read or anything written.
+TEST(PtrainCli, AGpuThatIsNotThereIsRefusedBeforeAnyWork) {
+  test::ScratchDir dir;
+  const int gpus = visible_gpus();
+  for (const std::string device : {"cuda", "cuda:0", "cuda:7"}) {
+    if (device == "cuda:7" ? gpus > 7 : gpus > 0) continue;  // a machine that has it
+    const Outcome o =
+        run_ptrain("train --device " + device + " --report " + dir.file("r.json") + " --save " + dir.file("m.pt"));
+    EXPECT_EQ(o.exit_code, kExitInput) << device << ": " << o.err;
+    EXPECT_EQ(lines(o.err), 1u) << device << ": " << o.err;
+    EXPECT_NE(o.err.find("--device " + device + ": "), std::string::npos) << o.err;
+    // Without CUDA in this build's LibTorch, that is what it says.
+    if (device_unavailable(ComputeDevice{true, 0}).find("no CUDA support") != std::string::npos) {
+      EXPECT_NE(o.err.find("has no CUDA support"), std::string::npos) << o.err;
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir.file("r.json")));
+    EXPECT_FALSE(std::filesystem::exists(dir.file("m.pt")));
+  }
 }
 
 TEST(PtrainCli, QuietPrintsNothingButStillReports) {

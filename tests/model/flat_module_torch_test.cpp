@@ -122,5 +122,46 @@ TEST(FlatModule, SameSeedSameInitialWeights) {
   EXPECT_FALSE(std::equal(a->params().begin(), a->params().end(), c->params().begin()));
 }
 
+// Staged (the GPU path's buffers, on the CPU): params() and grads() are host
+// copies apart from the module's own; an update to params() reaches the next
+// pass, evaluation moves nothing that counts as a step's, and no gradient is
+// announced before the whole backward pass has been copied out.
+TEST(FlatModule, StagedBuffersAreHostCopiesThatReachTheModuleEachPass) {
+  for (const char* name : {"mlp", "cnn"}) {
+    const ModelChoice choice = std::string(name) == "mlp" ? ModelChoice(MlpOptions{{32}}) : ModelChoice(CnnOptions{});
+    ModelInput in{{1, 28, 28}, 10, {}, 3};
+    auto plain = make_model(choice, in);
+    in.device.staged = true;
+    auto staged = make_model(choice, in);
+    EXPECT_FALSE(staged->set_gradient_ready_hook([](size_t) {})) << name;
+    ASSERT_EQ(staged->params().size(), plain->params().size());
+    EXPECT_TRUE(std::equal(staged->params().begin(), staged->params().end(), plain->params().begin())) << name;
+    const float* module_data = as_flat(*staged).module()->parameters().front().data_ptr<float>();
+    EXPECT_TRUE(module_data < staged->params().data() || module_data >= staged->params().data() + staged->params().size())
+        << name << ": staged parameters must live apart from the module's";
+    const Batch batch = image_batch(8, 5);
+    for (int step = 0; step < 2; ++step) {
+      EXPECT_EQ(staged->forward_backward(batch), plain->forward_backward(batch)) << name;
+      EXPECT_TRUE(std::equal(staged->grads().begin(), staged->grads().end(), plain->grads().begin())) << name;
+      // The same update on both: the staged one must carry it into its next pass.
+      for (size_t i = 0; i < plain->params().size(); ++i) {
+        plain->params()[i] -= 0.1f * plain->grads()[i];
+        staged->params()[i] -= 0.1f * staged->grads()[i];
+      }
+    }
+    const DeviceTraffic before = staged->device_traffic();
+    const Dataset flat = make_gaussian_clusters(50, 28 * 28, 10, 9);
+    const Dataset test("images", {1, 28, 28}, {flat.features().begin(), flat.features().end()},
+                       {flat.labels().begin(), flat.labels().end()}, 10);
+    const Metrics a = staged->evaluate(test), b = plain->evaluate(test);
+    EXPECT_EQ(a.loss, b.loss) << name;
+    EXPECT_EQ(a.accuracy, b.accuracy) << name;
+    const DeviceTraffic after = staged->device_traffic();
+    EXPECT_EQ(after.to_device_bytes, before.to_device_bytes) << name;
+    EXPECT_EQ(after.steps, 2u) << name;
+    EXPECT_EQ(after.to_host_bytes, 2 * staged->params().size() * sizeof(float)) << name;
+  }
+}
+
 }  // namespace
 }  // namespace ptrain

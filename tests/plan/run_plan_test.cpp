@@ -58,6 +58,26 @@ TEST(RunPlan, InapplicableCombinationsAreRefusedWithTheReason) {
   EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
 }
 
+TEST(RunPlan, ADeviceIsCpuCudaOrCudaNAndTheSharedMemoryStrategiesStayOnTheCpu) {
+  RunPlan plan;
+  for (const char* ok : {"cpu", "cuda", "cuda:1"}) {
+    plan.run.device = ok;
+    EXPECT_TRUE(check_plan(plan).empty()) << ok << ": " << check_plan(plan).joined();
+  }
+  plan.run.device = "gpu\n0";
+  EXPECT_EQ(check_plan(plan).joined(), "run.device: expected cpu, cuda or cuda:N, got 'gpu\\x0a0'");
+  plan.run.device = "cuda";
+  plan.strategy = HogwildOptions{};
+  EXPECT_NE(check_plan(plan).joined().find("run.device cuda: the hogwild strategy is a CPU algorithm"),
+            std::string::npos)
+      << check_plan(plan).joined();
+  plan.strategy = HybridOptions{};
+  plan.model = SoftmaxOptions{};
+  EXPECT_NE(check_plan(plan).joined().find("run.device cuda: model softmax is ptrain's own CPU code"),
+            std::string::npos)
+      << check_plan(plan).joined();
+}
+
 TEST(RunPlan, DgcTakesOverTheMomentumOfTheMomentumOptimizerOnly) {
   RunPlan plan;
   plan.codec = DgcOptions{};

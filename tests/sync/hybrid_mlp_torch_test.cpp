@@ -25,7 +25,7 @@ class HybridMlp : public ::testing::Test {
   }
   static RunResult run(int workers, size_t batch, size_t steps, uint64_t seed = 11,
                        OptimizerKind kind = OptimizerKind::Adam, const std::string& model = "mlp",
-                       size_t bucket_bytes = size_t{25} << 20, bool overlap = true) {
+                       size_t bucket_bytes = size_t{25} << 20, bool overlap = true, bool staged = false) {
     TrainConfig c;
     c.make_strategy = test::named_strategy("hybrid", 0, [&](StrategyChoice& s) {
       std::get<HybridOptions>(s).bucket_size.bytes = bucket_bytes;
@@ -38,7 +38,13 @@ class HybridMlp : public ::testing::Test {
     c.strategy.optimizer.kind = kind;
     c.strategy.optimizer.lr = kind == OptimizerKind::Adam ? 1e-3f : 0.05f;
     ModelConfig m{model, {128}, seed};
-    return train(c, *data_, nullptr, [&] { return make_model(m, data_->sample_shape(), 10); });
+    if (!staged) return train(c, *data_, nullptr, [&](int) { return make_model(m, data_->sample_shape(), 10); });
+    // Each replica's parameters and gradients in buffers of their own, copied
+    // in and out every step as on a GPU.
+    ModelInput in{data_->sample_shape(), 10, {}, seed};
+    in.device.staged = true;
+    const ModelChoice choice = model == "mlp" ? ModelChoice(MlpOptions{{128}}) : ModelChoice(CnnOptions{});
+    return train(c, *data_, nullptr, [&](int) { return make_model(choice, in); });
   }
   static Dataset* data_;
 };
@@ -56,6 +62,60 @@ TEST_F(HybridMlp, GWorkersEqualOneWorkerWithGTimesTheBatch) {
     many = run(g, 16, 20);
     one = run(1, b, 20);
     EXPECT_LE(test::norm_relative_difference(many.final_params, one.final_params), 1e-5) << "G=" << g;
+  }
+}
+
+// The GPU path's data movement, on the CPU: replicas that copy parameters in
+// and gradients out each step train to the very bits of replicas whose
+// module works on the flat buffers themselves (no overlap: a staged
+// gradient is on the host only after the whole backward pass).
+TEST_F(HybridMlp, StagedReplicasTrainToTheSameBits) {
+  for (const std::string model : {"mlp", "cnn"}) {
+    const auto in_place = run(3, 8, 6, 11, OptimizerKind::Adam, model);
+    const auto staged = run(3, 8, 6, 11, OptimizerKind::Adam, model, size_t{25} << 20, true, true);
+    EXPECT_EQ(staged.final_params, in_place.final_params) << model;
+    EXPECT_EQ(staged.step_losses, in_place.step_losses) << model;
+    // Every step: the parameters and the batch in, the gradients out.
+    const DeviceTraffic& t = staged.device_traffic;
+    const uint64_t param_bytes = staged.final_params.size() * sizeof(float);
+    const uint64_t batch_bytes = 8 * (28 * 28 * sizeof(float) + sizeof(int64_t));
+    EXPECT_EQ(t.steps, 6u) << model;
+    EXPECT_EQ(t.to_host_bytes, 6 * param_bytes) << model;
+    EXPECT_EQ(t.to_device_bytes, 6 * (param_bytes + batch_bytes)) << model;
+    EXPECT_EQ(in_place.device_traffic.to_device_bytes + in_place.device_traffic.to_host_bytes, 0u) << model;
+  }
+}
+
+// GPU workers serve every strategy that exchanges gradients, through any
+// codec: the staged path, on the CPU, ends a parameter-server run and a
+// DGC-compressed hybrid run with the bits of in-place replicas.
+TEST_F(HybridMlp, StagedReplicasServeParameterServersAndCodecs) {
+  struct Case {
+    std::string strategy;
+    CodecChoice codec;
+  };
+  DgcOptions dgc;
+  dgc.density = 0.01;
+  for (const Case& k : {Case{"ps-sync", NoCompression{}}, Case{"hybrid", dgc}, Case{"ps-sync", Fp16Options{}}}) {
+    auto with = [&](bool staged) {
+      TrainConfig c;
+      c.make_strategy = test::named_strategy(k.strategy, 2);
+      c.workers = 3;
+      c.batch = 8;
+      c.max_steps = 5;
+      c.seed = 11;
+      c.strategy.optimizer.kind = OptimizerKind::Momentum;
+      c.strategy.optimizer.lr = 0.05f;
+      c.strategy.codec = CodecConfig{k.codec, 11, 0};
+      ModelInput in{data_->sample_shape(), 10, {}, 11};
+      in.device.staged = staged;
+      return train(c, *data_, nullptr, [&](int) { return make_model(ModelChoice(MlpOptions{{64}}), in); });
+    };
+    const auto in_place = with(false), staged = with(true);
+    const std::string what = k.strategy + " with codec " + std::string(CodecRegistry::name_of(k.codec));
+    EXPECT_EQ(staged.final_params, in_place.final_params) << what;
+    EXPECT_EQ(staged.step_losses, in_place.step_losses) << what;
+    EXPECT_GT(staged.device_traffic.to_host_bytes, 0u) << what;
   }
 }
 

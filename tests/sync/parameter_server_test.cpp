@@ -44,7 +44,7 @@ TEST(PsSync, GivesTheParametersOfHybridAllreduceForOneTwoAndThreeShards) {
     ASSERT_EQ(r.final_params.size(), expected.size());
     EXPECT_LE(test::max_relative_difference(r.final_params, expected), 1e-5) << servers << " shard(s)";
     // ... and they did move: 20 Adam steps at lr 0.01 change the weights by far more.
-    const auto initial_model = test::softmax_factory(data)();
+    const auto initial_model = test::softmax_factory(data)(0);
     const auto initial = initial_model->params();
     EXPECT_GT(test::max_relative_difference(r.final_params, std::vector<float>(initial.begin(), initial.end())),
               0.05);
@@ -108,7 +108,7 @@ class OneHotModel : public Model {
 
 ModelFactory one_hot_factory(int workers, size_t per_worker, int slow = -1) {
   auto made = std::make_shared<int>(0);
-  return [=] { return std::make_unique<OneHotModel>((*made)++, static_cast<size_t>(workers), per_worker, slow); };
+  return [=](int) { return std::make_unique<OneHotModel>((*made)++, static_cast<size_t>(workers), per_worker, slow); };
 }
 
 TrainConfig one_hot_config(const std::string& strategy, int workers, int servers) {
@@ -264,7 +264,7 @@ TEST(Ssp, NoWorkerEverRunsMoreThanSStepsAheadOfTheSlowest) {
     StepMonitor monitor;
     monitor.completed.assign(4, 0);
     auto made = std::make_shared<size_t>(0);
-    ModelFactory factory = [&, made] { return std::make_unique<MonitoredModel>(data, (*made)++, monitor, 3); };
+    ModelFactory factory = [&, made](int) { return std::make_unique<MonitoredModel>(data, (*made)++, monitor, 3); };
     TrainConfig c = ps_config("ssp", 4, 2);
     c.make_strategy = test::named_strategy("ssp", 2, [s](StrategyChoice& o) { std::get<SspOptions>(o).staleness = s; });
     c.straggler_rank = 3;
@@ -311,7 +311,7 @@ TEST(WarmupSingle, OnlyWorkerZeroTrainsForTheFirstNGradients) {
     StepMonitor monitor;
     monitor.completed.assign(3, 0);
     auto made = std::make_shared<size_t>(0);
-    ModelFactory factory = [&, made] { return std::make_unique<MonitoredModel>(data, (*made)++, monitor); };
+    ModelFactory factory = [&, made](int) { return std::make_unique<MonitoredModel>(data, (*made)++, monitor); };
     TrainConfig c = ps_config(strategy, 3, 1);
     c.make_strategy = test::named_strategy(strategy, 1, [](StrategyChoice& o) {
       std::visit([](auto& x) { if constexpr (requires { x.warmup_single; }) x.warmup_single = 12; }, o);
@@ -343,7 +343,7 @@ class FailingModel : public SoftmaxRegression {
 TEST(Async, AFailedWorkerIsReportedAndTheOthersGoOn) {
   const Dataset data = make_gaussian_clusters(960, 5, 3, 8);
   auto made = std::make_shared<int>(0);
-  ModelFactory factory = [&, made] { return std::make_unique<FailingModel>(data, (*made)++ == 2 ? 3 : -1); };
+  ModelFactory factory = [&, made](int) { return std::make_unique<FailingModel>(data, (*made)++ == 2 ? 3 : -1); };
   TrainConfig c = ps_config("async", 4, 2);
   c.epochs = 2;
   const RunResult r = train(c, data, &data, factory);
@@ -362,7 +362,7 @@ TEST(PsSynchronousModes, AFailedWorkerEndsTheRunNamingIt) {
   for (const char* strategy : {"ps-sync", "ps-backup", "ssp"}) {
     // At its first step: under ps-backup a slow worker may not reach a later one.
     auto made = std::make_shared<int>(0);
-    ModelFactory factory = [&, made] { return std::make_unique<FailingModel>(data, (*made)++ == 2 ? 0 : -1); };
+    ModelFactory factory = [&, made](int) { return std::make_unique<FailingModel>(data, (*made)++ == 2 ? 0 : -1); };
     TrainConfig c = ps_config(strategy, 4, 2);
     try {
       train(c, data, nullptr, factory);
@@ -390,7 +390,7 @@ class StallingModel : public SoftmaxRegression {
 TEST(PsSync, AWorkerThatNeverPushesIsNamedByTheServer) {
   const Dataset data = make_gaussian_clusters(960, 5, 3, 8);
   auto made = std::make_shared<int>(0);
-  ModelFactory factory = [&, made] { return std::make_unique<StallingModel>(data, (*made)++ == 1 ? 2 : -1); };
+  ModelFactory factory = [&, made](int) { return std::make_unique<StallingModel>(data, (*made)++ == 1 ? 2 : -1); };
   TrainConfig c = ps_config("ps-sync", 3, 2);
   c.comm_timeout = std::chrono::milliseconds(200);
   try {
@@ -417,7 +417,7 @@ class SlowModel : public SoftmaxRegression {
 
 TEST(ParameterServer, ATimeLimitEndsTheRunAtAStepEveryWorkerAgreesOn) {
   const Dataset data = make_gaussian_clusters(960, 5, 3, 8);
-  ModelFactory factory = [&] { return std::make_unique<SlowModel>(data); };
+  ModelFactory factory = [&](int) { return std::make_unique<SlowModel>(data); };
   for (const char* strategy : {"ps-sync", "ps-backup", "ssp", "async"}) {
     TrainConfig c = ps_config(strategy, 3, 2);
     c.epochs = 1000;  // 20 steps each: far more than 0.3 s

@@ -93,7 +93,7 @@ TEST(Trainer, AFailingWorkerStopsTheRunWithItsErrorInsteadOfHanging) {
   for (const char* strategy : {"hybrid", "sequential"}) {
     for (bool nan : {false, true}) {
       int made = 0;
-      ModelFactory factory = [&]() -> std::unique_ptr<Model> {
+      ModelFactory factory = [&](int) -> std::unique_ptr<Model> {
         return std::make_unique<FailingModel>(4, 2, made++ == 2 ? 3 : -1, nan);
       };
       auto c = small_config(3);
@@ -134,7 +134,7 @@ TEST(Trainer, AWorkerThatNeverArrivesIsNamedInATimeout) {
   const Dataset data = make_gaussian_clusters(400, 4, 2, 1);
   for (const char* strategy : {"hybrid", "sequential"}) {
     int made = 0;
-    ModelFactory factory = [&]() -> std::unique_ptr<Model> {
+    ModelFactory factory = [&](int) -> std::unique_ptr<Model> {
       return std::make_unique<StallingModel>(4, 2, made++ == 1 ? 2 : -1);
     };
     auto c = small_config(3);

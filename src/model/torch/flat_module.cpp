@@ -1,8 +1,12 @@
 #include "model/torch/flat_module.hpp"
 
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
 #include <unordered_set>
 
 #include "core/error.hpp"
+#include "core/stopwatch.hpp"
 #include "model/torch/torch_error.hpp"
 
 namespace ptrain {
@@ -86,10 +90,12 @@ class EvaluationMode {
   const std::function<void(bool)>& set_training_;
 };
 
+// The module's parameters, once it is moved to `device` (with its buffers).
 FlatModule::Parts parts_of(const std::shared_ptr<torch::nn::Module>& module, ForwardFunction forward,
-                           LossFunction loss) {
+                           LossFunction loss, const torch::Device& device) {
   FlatModule::Parts parts;
   if (!module) throw Error("model: no module given (a null torch::nn::Module)");
+  if (!device.is_cpu()) module->to(device);
   for (const auto& item : module->named_parameters(/*recurse=*/true))
     parts.parameters.emplace_back(item.key(), item.value());
   parts.forward = std::move(forward);
@@ -101,8 +107,14 @@ FlatModule::Parts parts_of(const std::shared_ptr<torch::nn::Module>& module, For
 
 }  // namespace
 
+torch::Device torch_device(const ComputeDevice& device) {
+  if (device.cpu()) return torch::kCPU;
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(std::max(device.index, 0))};
+}
+
 std::vector<std::pair<std::string, torch::Tensor>> bound_parameters(
-    const std::vector<std::pair<std::string, torch::Tensor>>& parameters, const std::string& name) {
+    const std::vector<std::pair<std::string, torch::Tensor>>& parameters, const std::string& name,
+    const torch::Device& device) {
   // A tensor registered in two places (a Linear used twice) is one parameter:
   // LibTorch lists it under each name, so keep its first. Parameters that do
   // not require a gradient are frozen: like buffers (BatchNorm's running
@@ -112,10 +124,10 @@ std::vector<std::pair<std::string, torch::Tensor>> bound_parameters(
   std::unordered_set<const c10::TensorImpl*> seen;
   for (const auto& [key, p] : parameters) {
     if (!p.defined() || !p.requires_grad() || !seen.insert(p.unsafeGetTensorImpl()).second) continue;
-    if (p.scalar_type() != torch::kFloat32 || !p.device().is_cpu())
+    if (p.scalar_type() != torch::kFloat32 || p.device() != device)
       throw Error("model " + name + ": parameter " + key + " is " +
                   std::string(c10::toString(p.scalar_type())) + " on " + p.device().str() +
-                  "; ptrain trains float32 parameters on the CPU");
+                  "; ptrain trains float32 parameters, here on " + device.str());
     if (!p.is_leaf()) throw Error("model " + name + ": parameter " + key + " is computed, not a leaf tensor");
     trained.emplace_back(key, p);
   }
@@ -124,25 +136,35 @@ std::vector<std::pair<std::string, torch::Tensor>> bound_parameters(
 }
 
 FlatModule::FlatModule(std::string name, std::shared_ptr<torch::nn::Module> module, ForwardFunction forward,
-                       LossFunction loss)
-    : FlatModule(std::move(name), parts_of(module, std::move(forward), std::move(loss))) {
+                       LossFunction loss, const ComputeDevice& device)
+    : FlatModule(std::move(name), parts_of(module, std::move(forward), std::move(loss), torch_device(device)), device) {
   module_ = std::move(module);
 }
 
-FlatModule::FlatModule(std::string name, torch::nn::Sequential net)
-    : FlatModule(std::move(name), net.ptr(), [m = net.get()](const torch::Tensor& x) { return m->forward(x); }) {}
+FlatModule::FlatModule(std::string name, torch::nn::Sequential net, const ComputeDevice& device)
+    : FlatModule(std::move(name), net.ptr(), [m = net.get()](const torch::Tensor& x) { return m->forward(x); }, {},
+                 device) {}
 
-FlatModule::FlatModule(std::string name, Parts parts)
+FlatModule::FlatModule(std::string name, Parts parts, const ComputeDevice& device)
     : name_(std::move(name)),
       forward_(std::move(parts.forward)),
       loss_(std::move(parts.loss)),
-      set_training_(std::move(parts.set_training)) {
+      set_training_(std::move(parts.set_training)),
+      device_(torch_device(device)),
+      staged_(device.cuda || device.staged) {
   if (!forward_) throw Error("model " + name_ + ": no forward function given");
-  auto trained = bound_parameters(parts.parameters, name_);
+  auto trained = bound_parameters(parts.parameters, name_, device_);
   for (const auto& [key, p] : trained) layout_.add(key, p.sizes().vec());
   const auto total = static_cast<int64_t>(layout_.total());
-  flat_params_ = torch::empty({total}, torch::kFloat32);
-  flat_grads_ = torch::zeros({total}, torch::kFloat32);
+  const auto on_device = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+  if (device.cuda) stream_ = c10::impl::VirtualGuardImpl(device_.type()).getStreamFromGlobalPool(device_);
+  flat_params_ = torch::empty({total}, on_device);
+  flat_grads_ = torch::zeros({total}, on_device);
+  // Pinned host memory lets the copies run at the bus's speed (and the
+  // parameters' copy in run ahead of the pass on the replica's stream).
+  const auto on_host = torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(device.cuda);
+  host_params_ = staged_ ? torch::empty({total}, on_host) : flat_params_;
+  host_grads_ = staged_ ? torch::zeros({total}, on_host) : flat_grads_;
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < trained.size(); ++i) {
     const FlatSegment& seg = layout_.segments()[i];
@@ -155,14 +177,38 @@ FlatModule::FlatModule(std::string name, Parts parts)
     p.set_data(param_view);
     // A defined .grad makes AccumulateGrad add into it in place, i.e. into the flat buffer.
     p.mutable_grad() = flat_grads_.narrow(0, off, n).view(seg.shape);
+    if (staged_) continue;
     accumulators_.push_back(torch::autograd::impl::grad_accumulator(p));
     accumulators_.back()->add_post_hook(std::make_unique<GradientReadyPostHook>(ready_hook_, i));
   }
+  if (staged_) host_params_.copy_(flat_params_);
 }
 
 bool FlatModule::set_gradient_ready_hook(GradientReadyHook hook) {
+  if (staged_) return false;
   ready_hook_ = std::move(hook);
   return true;
+}
+
+void FlatModule::wait_for_device() const {
+  if (stream_) stream_->synchronize();
+}
+
+void FlatModule::parameters_to_device() {
+  if (!staged_) return;
+  Stopwatch copying;
+  flat_params_.copy_(host_params_, /*non_blocking=*/true);  // ordered before the pass on this stream
+  traffic_.to_device_bytes += static_cast<uint64_t>(host_params_.nbytes());
+  traffic_.seconds += copying.seconds();
+}
+
+torch::Tensor FlatModule::on_device(const torch::Tensor& host) {
+  if (!staged_) return host;
+  Stopwatch copying;
+  auto moved = host.to(device_);
+  traffic_.to_device_bytes += static_cast<uint64_t>(host.nbytes());
+  traffic_.seconds += copying.seconds();
+  return moved;
 }
 
 torch::Tensor FlatModule::loss_of(const torch::Tensor& output, const torch::Tensor& labels) const {
@@ -172,13 +218,24 @@ torch::Tensor FlatModule::loss_of(const torch::Tensor& output, const torch::Tens
 float FlatModule::forward_backward(const Batch& batch) {
   if (batch.size() == 0) throw Error(name_ + " model: empty batch");
   try {
+    std::optional<c10::StreamGuard> on_stream;
+    if (stream_) on_stream.emplace(*stream_);
+    parameters_to_device();
     flat_grads_.zero_();
-    auto x = input_tensor(batch.features.data(), batch.size(), batch.sample_shape, task_of(batch.label_shape));
-    auto y = label_tensor(batch.labels.data(), batch.size(), batch.label_shape);
+    auto x = on_device(input_tensor(batch.features.data(), batch.size(), batch.sample_shape, task_of(batch.label_shape)));
+    auto y = on_device(label_tensor(batch.labels.data(), batch.size(), batch.label_shape));
     auto loss = loss_of(forward_(x), y);
     if (loss.numel() != 1)
       throw Error("model " + name_ + ": the loss has shape " + c10::str(loss.sizes()) + ", not a single value");
     loss.backward();
+    if (staged_) {
+      wait_for_device();  // the backward pass, so that the copy's time is the copy's
+      Stopwatch copying;
+      host_grads_.copy_(flat_grads_);
+      traffic_.to_host_bytes += static_cast<uint64_t>(flat_grads_.nbytes());
+      traffic_.seconds += copying.seconds();
+    }
+    ++traffic_.steps;
     return loss.item<float>();
   } catch (...) {
     rethrow_as_one_line(name_);
@@ -192,10 +249,14 @@ Metrics FlatModule::evaluate(const Dataset& data) {
   double loss = 0;
   int64_t correct = 0;
   try {
+    std::optional<c10::StreamGuard> on_stream;
+    if (stream_) on_stream.emplace(*stream_);
+    const DeviceTraffic training = traffic_;  // what the steps moved: evaluating is not a step
+    parameters_to_device();
     for (size_t start = 0; start < data.size(); start += kChunk) {
       const size_t n = std::min(kChunk, data.size() - start);
-      auto x = input_tensor(data.sample(start).data(), n, data.sample_shape(), data.task());
-      auto y = label_tensor(data.targets(start).data(), n, data.label_shape());
+      auto x = on_device(input_tensor(data.sample(start).data(), n, data.sample_shape(), data.task()));
+      auto y = on_device(label_tensor(data.targets(start).data(), n, data.label_shape()));
       auto out = forward_(x);
       if (loss_) {
         // The loss function gives the mean per target: times the targets, it sums.
@@ -208,6 +269,7 @@ Metrics FlatModule::evaluate(const Dataset& data) {
       if (out.dim() == y.dim() + 1 && out.sizes().slice(0, static_cast<size_t>(y.dim())).equals(y.sizes()))
         correct += out.argmax(-1).eq(y).sum().item<int64_t>();
     }
+    traffic_ = training;
   } catch (...) {
     rethrow_as_one_line(name_);
   }

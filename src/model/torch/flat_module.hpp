@@ -6,14 +6,24 @@
 // Any module binds: a torch::nn::Sequential, a torch::nn::Module of any shape
 // with its own forward (branches, residual connections, shared weights), or a
 // TorchScript module from Python (model/torch/torchscript_model.cpp).
+//
+// On a GPU (seed 000's hybrid) the module's parameters and gradients are flat
+// buffers in device memory, and params() and grads() are their host copies
+// (pinned): each step copies the parameters in and the gradients out, so the
+// strategies reduce and update on the host as ever. Each replica computes on
+// a stream of its own, so workers sharing a GPU overlap.
 #include <torch/torch.h>
+
+#include <c10/core/Stream.h>
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/compute_device.hpp"
 #include "core/model.hpp"
 
 namespace ptrain {
@@ -24,12 +34,16 @@ using ForwardFunction = std::function<torch::Tensor(const torch::Tensor& input)>
 // of shape [N] (one class per sample) or [N, T] (a target per position).
 using LossFunction = std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& labels)>;
 
+// LibTorch's name for a ComputeDevice.
+torch::Device torch_device(const ComputeDevice& device);
+
 // The parameters a FlatModule binds, in its layout's order: those that
 // require a gradient, each tensor once (under its first name). Throws
-// ptrain::Error "model <name>: ..." for one that is not a float32 CPU leaf
-// tensor, or when none is left.
+// ptrain::Error "model <name>: ..." for one that is not a float32 leaf tensor
+// on `device`, or when none is left.
 std::vector<std::pair<std::string, torch::Tensor>> bound_parameters(
-    const std::vector<std::pair<std::string, torch::Tensor>>& parameters, const std::string& name);
+    const std::vector<std::pair<std::string, torch::Tensor>>& parameters, const std::string& name,
+    const torch::Device& device = torch::kCPU);
 
 class FlatModule : public Model {
  public:
@@ -45,22 +59,27 @@ class FlatModule : public Model {
     std::function<void(bool)> set_training;  // empty: the module has no such modes
   };
 
-  FlatModule(std::string name, Parts parts);
-  // A torch::nn::Module run by `forward` (which may call into it, or into its submodules).
+  // The parts' parameters (and buffers) are on `device` already.
+  FlatModule(std::string name, Parts parts, const ComputeDevice& device = {});
+  // A torch::nn::Module run by `forward` (which may call into it, or into its
+  // submodules), moved to `device` first.
   FlatModule(std::string name, std::shared_ptr<torch::nn::Module> module, ForwardFunction forward,
-             LossFunction loss = {});
+             LossFunction loss = {}, const ComputeDevice& device = {});
   // The built-in models: a Sequential and cross-entropy.
-  FlatModule(std::string name, torch::nn::Sequential net);
+  FlatModule(std::string name, torch::nn::Sequential net, const ComputeDevice& device = {});
   FlatModule(const FlatModule&) = delete;  // the autograd hooks point into it
   FlatModule& operator=(const FlatModule&) = delete;
 
   std::string name() const override { return name_; }
   const FlatLayout& layout() const override { return layout_; }
-  std::span<float> params() override { return {flat_params_.data_ptr<float>(), layout_.total()}; }
-  std::span<float> grads() override { return {flat_grads_.data_ptr<float>(), layout_.total()}; }
+  std::span<float> params() override { return {host_params_.data_ptr<float>(), layout_.total()}; }
+  std::span<float> grads() override { return {host_grads_.data_ptr<float>(), layout_.total()}; }
   float forward_backward(const Batch& batch) override;
   Metrics evaluate(const Dataset& data) override;
+  // Staged on a device, a gradient is on the host only once the whole
+  // backward pass is done: no hook (false), every gradient final at the end.
   bool set_gradient_ready_hook(GradientReadyHook hook) override;
+  DeviceTraffic device_traffic() const override { return traffic_; }
 
   // The module (null for a TorchScript module), and its forward as the model runs it.
   const std::shared_ptr<torch::nn::Module>& module() const { return module_; }
@@ -68,6 +87,12 @@ class FlatModule : public Model {
 
  private:
   torch::Tensor loss_of(const torch::Tensor& output, const torch::Tensor& labels) const;
+  // Staged: the host's parameters into the device's buffer, before a pass.
+  void parameters_to_device();
+  // A batch's inputs or labels, on the device (counted as traffic when staged).
+  torch::Tensor on_device(const torch::Tensor& host);
+  // Waits for this replica's device work (its stream) to finish.
+  void wait_for_device() const;
 
   std::string name_;
   std::shared_ptr<torch::nn::Module> module_;
@@ -75,8 +100,16 @@ class FlatModule : public Model {
   LossFunction loss_;
   std::function<void(bool)> set_training_;
   FlatLayout layout_;
-  torch::Tensor flat_params_;
+  torch::Device device_ = torch::kCPU;
+  // Copies between host and device buffers each step: on a GPU, or on the
+  // CPU when ComputeDevice::staged asks for it (tests).
+  bool staged_ = false;
+  std::optional<c10::Stream> stream_;  // CUDA: this replica's own
+  torch::Tensor flat_params_;  // the module's parameters, on device_
   torch::Tensor flat_grads_;
+  torch::Tensor host_params_;  // params() and grads(): flat_* themselves unless staged
+  torch::Tensor host_grads_;
+  DeviceTraffic traffic_;
   // Each parameter's gradient accumulator, kept alive so that the post-hooks
   // registered on it (which call ready_hook_ once the gradient is accumulated
   // into the flat buffer) survive from one backward pass to the next.

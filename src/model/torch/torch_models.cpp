@@ -51,13 +51,16 @@ std::mutex& torch_init_mutex() {
 
 std::unique_ptr<Model> MlpOptions::make(const ModelInput& input) const {
   return seeded_torch_build(input.seed, [&] {
-    return std::make_unique<FlatModule>("mlp", make_mlp(hidden, product(input.sample_shape), input.classes));
+    return std::make_unique<FlatModule>("mlp", make_mlp(hidden, product(input.sample_shape), input.classes),
+                                        input.device);
   });
 }
 
 std::unique_ptr<Model> CnnOptions::make(const ModelInput& input) const {
   return seeded_torch_build(input.seed,
-                            [&] { return std::make_unique<FlatModule>("cnn", make_cnn(input.sample_shape, input.classes)); });
+                            [&] {
+    return std::make_unique<FlatModule>("cnn", make_cnn(input.sample_shape, input.classes), input.device);
+  });
 }
 
 // The TorchScript twins of make_mlp and make_cnn: the same ATen operators in

@@ -52,7 +52,7 @@ ModelMaker torch_module(std::string name, std::function<Holder(const ModelInput&
       auto module = holder.ptr();
       // A raw pointer: the FlatModule owns the module and the forward together.
       ForwardFunction forward = [m = module.get()](const torch::Tensor& x) -> torch::Tensor { return m->forward(x); };
-      return std::make_unique<FlatModule>(name, std::move(module), std::move(forward), loss);
+      return std::make_unique<FlatModule>(name, std::move(module), std::move(forward), loss, input.device);
     } catch (const c10::Error& e) {
       throw Error("model " + name + ": " + torch_error_line(e));
     }

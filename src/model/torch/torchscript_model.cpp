@@ -38,12 +38,14 @@ torch::jit::Module load_torchscript_network(const std::string& path) {
   return module;
 }
 
-std::unique_ptr<Model> TorchScriptOptions::make(const ModelInput& /*input: the file has the weights*/) const {
+// The file has the weights: `input` gives only the device.
+std::unique_ptr<Model> TorchScriptOptions::make(const ModelInput& input) const {
   if (path.empty())
     throw Error("model torchscript: no path given: the file of a module scripted and saved in Python (model.path)");
   torch::jit::Module module = load_torchscript_network(path);
   const auto forward = module.find_method("forward");
   if (!forward) throw Error("model torchscript: " + path + ": the module has no forward method");
+  if (!input.device.cpu()) module.to(torch_device(input.device));
   FlatModule::Parts parts;
   for (const auto& p : module.named_parameters(/*recurse=*/true)) parts.parameters.emplace_back(p.name, p.value);
   // A Method holds its module: the functions below keep it alive.
@@ -62,7 +64,7 @@ std::unique_ptr<Model> TorchScriptOptions::make(const ModelInput& /*input: the f
   }
   parts.set_training = [module](bool on) mutable { module.train(on); };
   try {
-    return std::make_unique<FlatModule>("torchscript", std::move(parts));
+    return std::make_unique<FlatModule>("torchscript", std::move(parts), input.device);
   } catch (const Error& e) {
     throw Error(std::string(e.what()) + " (" + path + ")");
   }
