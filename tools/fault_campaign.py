@@ -315,7 +315,7 @@ class Campaign:
             workers = RANKS - (1 if "--servers" in CONFIGS[config][0] else 0)
             names = [rf"\branks?(\(s\))? {victim_rank}\b"]
             names.append(rf"\bworkers?(\(s\))? {victim_rank}\b" if victim_rank < workers
-                         else rf"\bshard {victim_rank - workers}\b")
+                         else rf"\bshards?(\(s\))? {victim_rank - workers}\b")
             named = [l for l in stderr.splitlines() if l.startswith("ptrain: error:")
                      and any(re.search(n, l) for n in names)]
             if not named:
