@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "cli/progress_display.hpp"
+#include "cli/progress_lines.hpp"
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 #include "model/blas_check.hpp"
@@ -110,6 +111,13 @@ void add_output_options(CLI::App* cmd, TrainCommand& c) {
       ->group("Output")
       ->type_name("DIR");
   cmd->add_option("--report", c.report_path, "Write the JSON run report to this file")->group("Output")->type_name("FILE");
+  cmd->add_option(
+         "--progress-lines", c.progress_lines,
+         "Append the run's progress to this file as JSON lines, each flushed at once: a start line, one "
+         "per step of worker 0, per committed checkpoint and per epoch, and an end or error line "
+         "(- : standard output; see README)")
+      ->group("Output")
+      ->type_name("FILE");
   cmd->add_flag("--print-plan", c.print_plan, "Print the plan as JSON (a plan file) and stop, without training")
       ->group("Output");
   cmd->add_flag("--quiet,-q", c.quiet, "Print nothing but errors (the report is still written)")->group("Output");
@@ -181,9 +189,13 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     return 0;
   }
   if (!c.report_path.empty()) check_writable(c.report_path);
+  if (!c.progress_lines.empty()) ProgressLines::check(c.progress_lines);
   const std::string started_at = utc_now();
+  std::unique_ptr<ProgressLines> lines;  // on the reporting process
   try {
     World world = make_world(plan);
+    if (!c.progress_lines.empty() && world.reports())
+      lines = std::make_unique<ProgressLines>(c.progress_lines);
     const bool speaker = world.reports() && !c.quiet;
     const BlasInfo blas = detect_blas();
     if (blas.is_reference && world.reports())
@@ -222,9 +234,26 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
         std::fflush(stdout);
       };
     }
+    if (lines) {
+      // Beside the display (or alone, with --quiet).
+      auto then = [](auto first, auto second) {
+        return [first, second](const auto& what) {
+          if (first) first(what);
+          second(what);
+        };
+      };
+      ProgressLines& out = *lines;
+      callbacks.on_start = then(callbacks.on_start, [&out](const RunStart& s) { out.start(s); });
+      callbacks.on_epoch_end = then(callbacks.on_epoch_end, [&out](const EpochMetrics& m) { out.epoch(m); });
+      callbacks.on_loss_check =
+          then(callbacks.on_loss_check, [&out](const LossCheck& l) { out.loss_check(l); });
+      callbacks.on_step = [&out](const StepDone& s) { out.step(s); };
+      callbacks.on_checkpoint = [&out](const CheckpointDone& d) { out.checkpoint(d); };
+    }
     RunInputs inputs;
     inputs.resume = c.resume_dir;
     const RunResult result = run(plan, world, callbacks, inputs);
+    if (lines) lines->end(result);
     const int status = result.diverged ? kExitDiverged : kExitOk;
     if (!world.reports()) return status;
     if (!c.quiet) print_summary(ran, result);
@@ -235,9 +264,16 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     if (result.diverged) fmt::print(stderr, "ptrain: error: training diverged: {}\n", result.diverged_why);
     return status;
   } catch (const InterruptedError& e) {
-    throw InterruptedError(with_flags(e.what(), plan));
+    const std::string message = with_flags(e.what(), plan);
+    if (lines) lines->error(kExitRetry, message);
+    throw InterruptedError(message);
   } catch (const Error& e) {
-    throw Error(with_flags(e.what(), plan));
+    const std::string message = with_flags(e.what(), plan);
+    if (lines) lines->error(kExitInput, message);
+    throw Error(message);
+  } catch (const std::exception& e) {
+    if (lines) lines->error(kExitInternal, e.what());
+    throw;
   }
 }
 

@@ -16,6 +16,12 @@ namespace {
 
 std::string why() { return std::strerror(errno); }
 
+// Throws the WriteError of the call that just failed: "<label>: <what> (<errno's text>)".
+[[noreturn]] void write_failed(const std::string& label, const std::string& what) {
+  const int code = errno;
+  throw WriteError(label + ": " + what + " (" + std::strerror(code) + ")", code);
+}
+
 std::string directory_of(const std::string& path) {
   const std::filesystem::path p(path);
   return p.has_parent_path() ? p.parent_path().string() : std::string(".");
@@ -34,7 +40,8 @@ void write_all(int fd, std::span<const std::byte> bytes, const std::string& labe
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(label + ": write failed (" + (n < 0 ? why() : std::string("no progress")) + ")");
+    if (n < 0) write_failed(label, "write failed");
+    if (n == 0) throw WriteError(label + ": write failed (no progress)", EIO);
     done += static_cast<size_t>(n);
   }
 }
@@ -73,21 +80,20 @@ void write_file_atomically(const std::string& path, std::span<const std::byte> b
   std::string tmp = (std::filesystem::path(dir) / name).string();
   Fd file;
   file.fd = ::mkstemp(tmp.data());
-  if (file.fd < 0) throw Error(label + ": cannot create a temporary file in " + dir + " (" + why() + ")");
+  if (file.fd < 0) write_failed(label, "cannot create a temporary file in " + dir);
   try {
     write_all(file.fd, bytes, label);
-    if (::fsync(file.fd) != 0) throw Error(label + ": cannot flush to disk (" + why() + ")");
+    if (::fsync(file.fd) != 0) write_failed(label, "cannot flush to disk");
     // mkstemp makes 0600; a result file is as readable as any other the user writes.
     const mode_t mask = ::umask(0);
     ::umask(mask);
     ::fchmod(file.fd, 0666 & ~mask);
     if (::close(file.fd) != 0) {
       file.fd = -1;
-      throw Error(label + ": write failed (" + why() + ")");
+      write_failed(label, "write failed");
     }
     file.fd = -1;
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-      throw Error(label + ": cannot rename into place (" + why() + ")");
+    if (::rename(tmp.c_str(), path.c_str()) != 0) write_failed(label, "cannot rename into place");
   } catch (...) {
     ::unlink(tmp.c_str());
     throw;

@@ -94,12 +94,14 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   start.test_samples = data.test.size();
   start.task = data.train.task();
   start.world = &world;
+  if (resume) start.resumed_from = resume->manifest;
   if (callbacks.on_start && world.reports()) callbacks.on_start(start);
 
   TrainConfig config = train_config(plan, world.workers);
   config.resume = resume;
   config.resume_dir = inputs.resume;
-  TrainCallbacks train_callbacks{callbacks.on_progress, callbacks.on_epoch_end};
+  TrainCallbacks train_callbacks{callbacks.on_progress, callbacks.on_epoch_end, callbacks.on_step,
+                                 callbacks.on_checkpoint};
   RunResult result;
   if (const auto shm = shared_memory_config(plan.strategy)) {
     result = run_shared_memory(plan, *shm, world.workers, data.train, data.test, factory, callbacks);

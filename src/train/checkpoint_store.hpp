@@ -55,6 +55,11 @@ class CheckpointStore {
   // all but the newest `keep` checkpoints (and parts no manifest names).
   void commit(uint64_t step, uint64_t run, const std::string& plan_json, std::span<const CheckpointPart> parts) const;
 
+  // Removes what a run that failed or was killed left behind: temporary files
+  // and parts of a checkpoint that was never committed (no manifest of their
+  // step). Only while no worker writes here. Returns how many it removed.
+  size_t remove_leftovers() const;
+
   // The newest intact checkpoint (nullopt: none). Each newer one skipped is
   // reported through `skipped` as one line naming the file and the damage.
   std::optional<FoundCheckpoint> newest(const std::function<void(const std::string&)>& skipped = {}) const;

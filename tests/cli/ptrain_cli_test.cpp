@@ -434,6 +434,69 @@ TEST(PtrainCli, QuietPrintsNothingButStillReports) {
   EXPECT_EQ(read_json(dir.file("r.json"))["summary"]["steps"], 5);
 }
 
+// --progress-lines: a JSON line per step of worker 0 and per committed
+// checkpoint, flushed at once, appended to by the run that resumes; its path
+// is checked like any output's.
+TEST(PtrainCli, ProgressLinesTellEachStepAndEachCommittedCheckpoint) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  test::ScratchDir dir;
+  const std::string progress = dir.file("p.jsonl"), ckpt = dir.file("ckpt");
+  // 15 steps an epoch; stopped after 12, with checkpoints at 5 and 10.
+  const Outcome first = run_ptrain(
+      "train -q --model softmax --workers 2 --epochs 1 --train-samples 1000 --max-steps 12 "
+      "--checkpoint-every 5 --checkpoint-dir " +
+      ckpt + " --progress-lines " + progress);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const Outcome resumed =
+      run_ptrain("train -q --max-steps 0 --resume " + ckpt + " --progress-lines " + progress);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  std::vector<nlohmann::json> events;
+  std::ifstream in(progress);
+  for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line));
+  std::vector<std::string> seen;  // "start", "step 1", "checkpoint 5", "end 12", ...
+  for (const auto& e : events) {
+    const std::string kind = e["event"];
+    if (kind == "step" || kind == "checkpoint" || kind == "end")
+      seen.push_back(kind + " " + std::to_string(e[kind == "end" ? "steps" : "step"].get<int>()));
+    else if (kind == "start")
+      seen.push_back(kind + " " +
+                     (e["resumed_from"].is_null() ? "new" : e["resumed_from"].get<std::string>()));
+    else
+      seen.push_back(kind);
+  }
+  std::vector<std::string> expected = {"start new"};
+  for (int s = 1; s <= 12; ++s) {
+    expected.push_back("step " + std::to_string(s));
+    // Committed while the next steps run: told at the first step after the commit.
+    if (s == 5 || s == 10) expected.push_back("checkpoint " + std::to_string(s));
+  }
+  expected.push_back("epoch");  // the epoch --max-steps cut short is evaluated too
+  expected.push_back("end 12");
+  expected.push_back("start " + ckpt + "/step-000000000010.ckpt");
+  for (int s = 11; s <= 15; ++s) expected.push_back("step " + std::to_string(s));
+  expected.push_back("epoch");
+  expected.push_back("checkpoint 15");
+  expected.push_back("end 15");
+  // Commits are told when worker 0 next looks: the same lines, a checkpoint maybe a few steps later.
+  std::vector<std::string> sorted_seen = seen, sorted_expected = expected;
+  std::sort(sorted_seen.begin(), sorted_seen.end());
+  std::sort(sorted_expected.begin(), sorted_expected.end());
+  EXPECT_EQ(sorted_seen, sorted_expected);
+  for (size_t i = 0, last_step = 0; i < events.size(); ++i) {
+    if (events[i]["event"] == "step") last_step = events[i]["step"];
+    if (events[i]["event"] == "checkpoint") EXPECT_LE(events[i]["step"].get<size_t>(), last_step);
+  }
+
+  const Outcome to_stdout = run_ptrain(
+      "train -q --model softmax --workers 1 --max-steps 3 --train-samples 500 "
+      "--progress-lines -");
+  ASSERT_EQ(to_stdout.exit_code, 0) << to_stdout.err;
+  EXPECT_EQ(lines(to_stdout.out), 6u) << to_stdout.out;  // start, 3 steps, epoch, end
+  test::expect_one_line_errors(
+      {{"train --max-steps 1 --progress-lines " + dir.path().string(), "is a directory"},
+       {"train --max-steps 1 --progress-lines /nonexistent/p.jsonl", "does not exist"}});
+}
+
 // Commands that run in one process refuse mpirun before MPI starts, and a
 // strategy that runs only as threads refuses it at once.
 TEST(PtrainCli, SingleProcessWorkRefusesMpirun) {

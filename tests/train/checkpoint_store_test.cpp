@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -127,6 +128,26 @@ TEST(CheckpointStore, AnotherRunsPartAtTheSameStepIsNotTaken) {
   ASSERT_TRUE(found);
   EXPECT_EQ(found->run, kRun);
   EXPECT_EQ(store.read_part(*found, 0), state_of(3, 0));
+}
+
+TEST(CheckpointStore, RemovesWhatAFailedRunLeftAndNothingElse) {
+  test::ScratchDir dir;
+  const CheckpointStore store(dir.path().string(), 3);
+  write_checkpoint(store, 1, 2);
+  store.write_part(2, kRun, 1, state_of(2, 1));  // a checkpoint never committed
+  std::ofstream(dir.file(".step-000000000003.0000000000000abc.rank-0.part.Ab12Cd")) << "half";
+  std::ofstream(dir.file(".step-000000000003.ckpt.x9Y8z7")) << "half";
+  std::ofstream(dir.file("notes.txt")) << "the user's";
+  std::ofstream(dir.file(".step-000000000003.ckpt.too-long")) << "not a name ptrain makes";
+  EXPECT_EQ(store.remove_leftovers(), 3u);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.path())) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{".step-000000000003.ckpt.too-long", "notes.txt",
+                                             "step-000000000001.0000000000000abc.rank-0.part",
+                                             "step-000000000001.0000000000000abc.rank-1.part",
+                                             "step-000000000001.ckpt"}));
+  EXPECT_EQ(store.newest()->step, 1u);
 }
 
 }  // namespace
