@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <regex>
 
+#include "cli/path_option.hpp"
 #include "cli/progress_display.hpp"
 #include "cli/progress_lines.hpp"
 #include "core/error.hpp"
@@ -14,6 +15,7 @@
 #include "run/report.hpp"
 #include "run/resume.hpp"
 #include "run/run.hpp"
+#include "run/world.hpp"
 #include "train/run_report.hpp"
 
 namespace ptrain {
@@ -91,6 +93,7 @@ std::string with_flags(const std::string& message, const RunPlan& plan) {
   auto begin = std::sregex_iterator(message.begin(), message.end(), field);
   size_t last = 0;
   for (auto it = begin; it != std::sregex_iterator(); ++it) {
+    if (!PlanFlags::is_field(it->str(), plan)) continue;  // model.pt in a path is no field
     out += message.substr(last, static_cast<size_t>(it->position()) - last);
     out += PlanFlags::flag_of(it->str(), plan);
     last = static_cast<size_t>(it->position() + it->length());
@@ -104,20 +107,26 @@ void add_output_options(CLI::App* cmd, TrainCommand& c) {
   cmd->add_option("--config", c.config_path,
                   "Start from this plan file or run report (its plan): the flags given here override it")
       ->group("Output")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(non_empty_path());
   cmd->add_option("--resume", c.resume_dir,
                   "Continue from the newest intact checkpoint in this directory, with its plan (flags may change "
                   "how long the run goes on, how it logs and checkpoints, and the learning rate)")
       ->group("Output")
-      ->type_name("DIR");
-  cmd->add_option("--report", c.report_path, "Write the JSON run report to this file")->group("Output")->type_name("FILE");
+      ->type_name("DIR")
+      ->check(non_empty_path());
+  cmd->add_option("--report", c.report_path, "Write the JSON run report to this file")
+      ->group("Output")
+      ->type_name("FILE")
+      ->check(non_empty_path());
   cmd->add_option(
          "--progress-lines", c.progress_lines,
          "Append the run's progress to this file as JSON lines, each flushed at once: a start line, one "
          "per step of worker 0, per committed checkpoint and per epoch, and an end or error line "
          "(- : standard output; see README)")
       ->group("Output")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(non_empty_path());
   cmd->add_flag("--print-plan", c.print_plan, "Print the plan as JSON (a plan file) and stop, without training")
       ->group("Output");
   cmd->add_flag("--quiet,-q", c.quiet, "Print nothing but errors (the report is still written)")->group("Output");
@@ -161,7 +170,8 @@ CLI::App* add_shm_command(CLI::App& app, TrainCommand& c) {
   c.flags = std::make_unique<PlanFlags>(*cmd);
   cmd->add_option("--threads", c.threads, "Threads sharing the model: the same as --workers [default: 2]")
       ->group("Run")
-      ->type_name("INT");
+      ->type_name("INT")
+      ->check(CLI::Range(1, kMaxThreads));
   add_output_options(cmd, c);
   return cmd;
 }

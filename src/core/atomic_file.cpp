@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/temporary_files.hpp"
 
 namespace ptrain {
 
@@ -62,7 +63,15 @@ void check_output_path(const std::string& path, const std::string& label) {
   struct stat dst {};
   if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
     throw Error(label + ": directory " + dir + " does not exist");
-  if (::access(dir.c_str(), W_OK) != 0) throw Error(label + ": cannot write in " + dir + " (" + why() + ")");
+  // Whether a file can be made there, by making one: access() says yes to
+  // root in /proc or on a read-only bind mount, and the run's result was
+  // lost at its end.
+  std::string probe = (std::filesystem::path(dir) / ".ptrain-probe.XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) throw Error(label + ": cannot create a file in " + dir + " (" + why() + ")");
+  TemporaryFileGuard guard(probe);
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void sync_directory(const std::string& dir) {
@@ -81,6 +90,7 @@ void write_file_atomically(const std::string& path, std::span<const std::byte> b
   Fd file;
   file.fd = ::mkstemp(tmp.data());
   if (file.fd < 0) write_failed(label, "cannot create a temporary file in " + dir);
+  TemporaryFileGuard guard(tmp);  // a SIGINT or SIGTERM from here on removes it
   try {
     write_all(file.fd, bytes, label);
     if (::fsync(file.fd) != 0) write_failed(label, "cannot flush to disk");
@@ -98,6 +108,7 @@ void write_file_atomically(const std::string& path, std::span<const std::byte> b
     ::unlink(tmp.c_str());
     throw;
   }
+  guard.release();
   if (sync_dir) sync_directory(dir);  // the rename itself on disk
 }
 

@@ -3,7 +3,8 @@
 // same directory (mkstemp: an unpredictable name, created with O_EXCL, so no
 // symlink or other file is followed or reused), flushed to disk, renamed over
 // the target and the directory flushed too. A crash at any moment leaves the
-// old file or the new one, never half of either.
+// old file or the new one, never half of either; a SIGINT or SIGTERM leaves
+// no temporary file either (core/temporary_files.hpp).
 #include <cerrno>
 #include <cstddef>
 #include <span>
@@ -28,7 +29,8 @@ class WriteError : public Error {
 
 // Throws ptrain::Error "<label>: ..." when `path` exists and is not a regular
 // file (a symlink, FIFO, device or directory is never replaced), when its
-// directory is missing, or when nothing can be created there.
+// directory is missing, or when nothing can be created there (tried by
+// creating and removing a file: access() answers yes to root everywhere).
 void check_output_path(const std::string& path, const std::string& label);
 
 // Replaces `path` with `bytes` as above (after check_output_path). On failure

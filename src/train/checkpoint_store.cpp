@@ -1,9 +1,12 @@
 #include "train/checkpoint_store.hpp"
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +16,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/state_stream.hpp"
 #include "core/wait_deadline.hpp"
 
@@ -103,6 +107,22 @@ CheckpointStore::CheckpointStore(std::string dir, int keep, NoCreate) : dir_(std
 }
 
 CheckpointStore CheckpointStore::existing(std::string dir) { return CheckpointStore(std::move(dir), 1, NoCreate{}); }
+
+void CheckpointStore::check_writable(const std::string& dir) {
+  const std::string label = "checkpoint directory " + dir;
+  if (dir.empty()) throw Error("checkpoint directory: empty path");
+  // The directory, or the nearest one above it that is there (where it would be made).
+  fs::path there = fs::absolute(dir);
+  std::error_code ec;
+  while (!fs::exists(fs::symlink_status(there, ec)) && there.has_parent_path() && there != there.parent_path())
+    there = there.parent_path();
+  struct stat st {};
+  if (::stat(there.c_str(), &st) != 0)
+    throw Error(fmt::format("{}: {} cannot be reached ({})", label, there.string(), std::strerror(errno)));
+  if (!S_ISDIR(st.st_mode))
+    throw Error(fmt::format("{}: {} is {}, not a directory", label, there.string(), file_kind(st.st_mode)));
+  check_output_path((there / ".ptrain-checkpoint").string(), label);  // makes a file there, and removes it
+}
 
 std::string CheckpointStore::manifest_path(uint64_t step) const {
   return (fs::path(dir_) / fmt::format("step-{:012}.ckpt", step)).string();

@@ -39,6 +39,11 @@ class CheckpointStore {
   CheckpointStore(std::string dir, int keep);
   // For reading: `dir` must exist already (resuming never creates it).
   static CheckpointStore existing(std::string dir);
+  // Before a run: throws ptrain::Error "checkpoint directory <dir>: ..." when
+  // checkpoints could not be written there (it is a file, a FIFO or a device,
+  // or nothing can be created in it or, where it is missing, in the directory
+  // it would be made in). Creates nothing.
+  static void check_writable(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
   std::string manifest_path(uint64_t step) const;

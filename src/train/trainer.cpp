@@ -240,7 +240,8 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
                 Communicator* with_servers, const TrainCallbacks& callbacks, RunResult& result, bool& began) {
   const int rank = comm.rank(), workers = comm.size();
   std::unique_ptr<StragglerModel> straggler;
-  if (rank == config.straggler_rank) straggler = std::make_unique<StragglerModel>(replica, config.straggler_factor);
+  if (rank == config.straggler_rank)  // sleeps past twice the timeout only delay the end
+    straggler = std::make_unique<StragglerModel>(replica, config.straggler_factor, 2 * config.comm_timeout);
   Model& model = straggler ? *straggler : replica;
   auto side = with_servers ? strategy.for_worker_with_servers(model, comm, *with_servers)
                            : strategy.for_worker(model, comm);

@@ -31,7 +31,7 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--lr -0.5", "--lr must be > 0"},
       {"--workers -1", "--workers must be >= 0 (got -1)"},
       {"--workers many", "--workers: expected an integer, got 'many'"},
-      {"--epochs -1", "--epochs must be > 0 (got -1)"},
+      {"--epochs -1", "--epochs must be in (0, 1e+06] (got -1)"},
       {"--batch -1", "--batch: must not be negative, got '-1'"},
       {"--model resnet9000", "--model: unknown model 'resnet9000'"},
       {"--strategy gossip", "--strategy: unknown strategy 'gossip'"},
@@ -61,8 +61,9 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--hidden 128,,64", "--hidden: expected positive integers separated by commas, got '128,,64'"},
       {"--momentum 1.5 --optimizer momentum", "--momentum must be in [0, 1) (got 1.5)"},
       {"--weight-decay -1", "--weight-decay must be >= 0 (got -1)"},
-      {"--comm-timeout inf", "--comm-timeout must be in (0, 1e+06] (got inf)"},
-      {"--comm-timeout 1e300", "--comm-timeout must be in (0, 1e+06] (got 1e+300)"},
+      {"--comm-timeout inf", "--comm-timeout must be in [0.001, 1e+06] (got inf)"},
+      {"--comm-timeout 1e300", "--comm-timeout must be in [0.001, 1e+06] (got 1e+300)"},
+      {"--epochs 1e300", "--epochs must be in (0, 1e+06] (got 1e+300)"},
       {"--data " + empty.path().string(), "missing train-images-idx3-ubyte"},
       {"--data /no/such/dir", "/no/such/dir"},
       {"--report /no/such/dir/r.json", "--report /no/such/dir/r.json"},
@@ -75,7 +76,7 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--strategy hogwild --device cuda", "--device cuda: the hogwild strategy is a CPU algorithm"},
       {"--model softmax --device cuda:0", "--device cuda:0: model softmax is ptrain's own CPU code"},
       // Every problem at once, on one line.
-      {"--lr 0 --epochs 0 --batch 0", "--lr must be > 0 (got 0); --batch must be at least 1 (got 0); --epochs must be > 0"},
+      {"--lr 0 --epochs 0 --batch 0", "--lr must be > 0 (got 0); --batch must be at least 1 (got 0); --epochs must be in (0, 1e+06]"},
   };
   for (const auto& c : cases) {
     const Outcome o = run_ptrain("train " + c.args);
@@ -84,6 +85,45 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
     EXPECT_NE(o.err.find("ptrain: error: "), std::string::npos) << c.args << ": " << o.err;
     EXPECT_NE(o.err.find(c.expected), std::string::npos) << c.args << ": " << o.err;
   }
+}
+
+// Found by tools/bad_inputs.sh (docs/bad_inputs.md): empty paths taken as
+// "none" (no report, no model saved, silently), negative counts read as 2^64 - 1
+// by CLI11 (simulate --workers -1 never ended), thread counts no process runs
+// (bench allreduce --ranks 100000 aborted), and CSV files written through a
+// symlink or replacing a device.
+TEST(PtrainCli, EveryCommandRefusesEmptyPathsHugeCountsAndOutputsItMustNotWrite) {
+  test::ScratchDir dir;
+  test::write_bytes(dir.file("target"), {'k', 'e', 'e', 'p'});
+  std::filesystem::create_symlink(dir.file("target"), dir.file("link.csv"));
+  const std::string bench = "bench compress --sizes 4096 --iters 1 --warmup 0 ";
+  test::expect_one_line_errors({
+      {"train --report ''", "--report: an empty path"},
+      {"train --save ''", "--save: an empty path"},
+      {"train --data ''", "--data: an empty path"},
+      {"train --config ''", "--config: an empty path"},
+      {"train --checkpoint-dir ''", "--checkpoint-dir: an empty path"},
+      {"eval --model ''", "--model: an empty path"},
+      {"train --workers 100000", "--workers 100000: more threads than the 1024 one process runs"},
+      {"shm --threads -1", "--threads: Value -1 not in range 1 to 1024"},
+      {"simulate --workers -1", "--workers: Value -1 not in range 1 to 1048576"},
+      {"simulate --workers 10000000000000", "--workers: Value 10000000000000 not in range"},
+      {"simulate --batch -1", "--batch: Value -1 not in range"},
+      {"simulate --latency 1e300", "--latency must be >= 0 and at most 1e6 s"},
+      {"simulate --parameters 1e300", "--parameters must be > 0 and at most 1e+15"},
+      {"simulate --calibrate " + dir.file("target") + " --calibrate-bandwidth nan",
+       "--calibrate-bandwidth must be > 0 and at most 1e9 Gbit/s (got nan)"},
+      {"sweep --threads -1 --csv " + dir.file("s.csv"), "--threads: Value -1 not in range 1 to 1024"},
+      {"sweep --repetitions 2000000000 --csv " + dir.file("s.csv"), "--repetitions: Value 2000000000 not in range"},
+      {"bench allreduce --ranks 100000", "--ranks 100000: more threads than the 1024 one process runs"},
+      {"bench allreduce --ranks 2 --sizes 4KiB --algo pigeon", "--algo pigeon: unknown algorithm"},
+      {"bench allreduce --ranks 2 --sizes 4KiB --iters 1 --csv " + dir.file("link.csv"),
+       "--csv " + dir.file("link.csv") + ": is a symbolic link; not replaced"},
+      {bench + "--csv " + dir.file("link.csv"), "--csv " + dir.file("link.csv") + ": is a symbolic link; not replaced"},
+      {bench + "--csv /proc/c.csv", "--csv /proc/c.csv: cannot create a file in /proc"},
+  });
+  EXPECT_EQ(test::read_bytes(dir.file("target")), (std::vector<uint8_t>{'k', 'e', 'e', 'p'}));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("s.csv")));
 }
 
 TEST(PtrainCli, HelpListsEveryOptionWithItsDefault) {

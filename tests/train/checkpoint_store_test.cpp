@@ -1,6 +1,7 @@
 #include "train/checkpoint_store.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -39,6 +40,32 @@ void flip_byte(const std::string& path, size_t at) {
   f.get(c);
   f.seekp(static_cast<std::streamoff>(at));
   f.put(static_cast<char>(c ^ 0x10));
+}
+
+// Checked before a run, creating nothing: a directory that is there or can be
+// made is taken; a file, a FIFO, a device, or a place where nothing can be
+// made is refused naming it.
+TEST(CheckpointStore, WhereCheckpointsCannotBeWrittenIsKnownBeforeTheRun) {
+  test::ScratchDir dir;
+  CheckpointStore::check_writable(dir.path().string());
+  CheckpointStore::check_writable(dir.file("new/deeper"));
+  EXPECT_FALSE(fs::exists(dir.file("new")));
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+  test::write_bytes(dir.file("file"), {'x'});
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  auto error = [](const std::string& where) {
+    return test::error_message([&] { CheckpointStore::check_writable(where); });
+  };
+  EXPECT_EQ(error(dir.file("file")),
+            "checkpoint directory " + dir.file("file") + ": " + dir.file("file") + " is a regular file, not a directory");
+  EXPECT_EQ(error(dir.file("file/sub")),
+            "checkpoint directory " + dir.file("file/sub") + ": " + dir.file("file") +
+                " is a regular file, not a directory");
+  EXPECT_EQ(error(dir.file("fifo")), "checkpoint directory " + dir.file("fifo") + ": " + dir.file("fifo") +
+                                         " is a FIFO (named pipe), not a directory");
+  EXPECT_EQ(error("/proc/ck").rfind("checkpoint directory /proc/ck: cannot create a file in /proc", 0), 0u)
+      << error("/proc/ck");
+  EXPECT_EQ(error(""), "checkpoint directory: empty path");
 }
 
 TEST(CheckpointStore, FindsTheNewestAndReadsEachWorkersPart) {
