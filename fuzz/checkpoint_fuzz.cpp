@@ -110,7 +110,7 @@ RunResult run_on_threads(const RunPlan& plan, const std::string& resume) {
   const LoadedData& loaded = data();
   const ModelInput input{loaded.train.sample_shape(), loaded.train.num_classes(), loaded.train.label_shape(),
                          plan.run.seed};
-  return train(config, loaded.train, &loaded.test, [&] { return SoftmaxOptions{}.make(input); });
+  return train(config, loaded.train, &loaded.test, [&](int) { return SoftmaxOptions{}.make(input); });
 }
 
 constexpr std::string_view kManifestMagic = "PTRNCKPT";

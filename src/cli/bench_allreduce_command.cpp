@@ -4,20 +4,23 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include "cli/byte_size.hpp"
+#include "cli/path_option.hpp"
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/hierarchical_communicator.hpp"
 #include "comm/local_group.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+#include "core/memory_size.hpp"
 #include "core/stopwatch.hpp"
 #include "core/thread_affinity.hpp"
+#include "run/world.hpp"
+#include "train/run_report.hpp"
 
 namespace ptrain {
 
@@ -202,7 +205,8 @@ CLI::App* add_bench_allreduce_command(CLI::App& bench, BenchAllreduceOptions& o)
   cmd->add_option("--sizes", o.sizes, "Message sizes: one (1MiB) or a range in x4 steps (4KiB:256MiB)");
   cmd->add_option("--iters", o.iters, "Timed all-reduces per size");
   cmd->add_option("--warmup", o.warmup, "Untimed all-reduces per size first");
-  cmd->add_option("--csv", o.csv_path, "Also write the results to this CSV file");
+  cmd->add_option("--csv", o.csv_path, "Also write the results to this CSV file")
+      ->check(non_empty_path());
   return cmd;
 }
 
@@ -242,15 +246,25 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
     algorithms = {AllreduceAlgorithm::Native, AllreduceAlgorithm::Ring, AllreduceAlgorithm::HalvingDoubling,
                   AllreduceAlgorithm::Tree, AllreduceAlgorithm::Hierarchical};
   else
-    algorithms = {parse_allreduce_algorithm(o.algo)};
+    try {
+      algorithms = {parse_allreduce_algorithm(o.algo)};
+    } catch (const Error&) {  // its message names the plan's field, not --algo
+      throw Error("--algo " + o.algo + ": unknown algorithm (choose native, ring, hd, tree or all)");
+    }
   const std::vector<size_t> sizes = parse_byte_sizes(o.sizes);
+  if (!mpi && o.ranks > kMaxThreads)
+    throw Error(fmt::format("--ranks {}: more threads than the {} one process runs (more ranks run under mpirun)",
+                            o.ranks, kMaxThreads));
+  // Each rank holds its message, and the copy's two buffers of at least 64 MiB.
+  const double per_rank = static_cast<double>(sizes.back()) +
+                          2.0 * static_cast<double>(std::max<size_t>(sizes.back(), size_t{64} << 20));
+  if (const auto why = beyond_memory(per_rank * (mpi ? 1 : o.ranks)))
+    throw Error(fmt::format("--sizes {} on {} rank(s) need {}", o.sizes, mpi ? 1 : o.ranks, *why));
 
-  std::ofstream csv;
-  if (!o.csv_path.empty() && speaker) {
-    csv.open(o.csv_path);
-    if (!csv) throw Error("--csv " + o.csv_path + ": cannot write");
-    csv << "backend,algorithm,ranks,bytes,seconds,algbw_gbps,busbw_gbps,correct\n";
-  }
+  // Checked before any measurement, written whole at the end (core/atomic_file.hpp).
+  const bool csv = !o.csv_path.empty() && speaker;
+  if (csv) check_writable(o.csv_path, "--csv");
+  std::string csv_text = "backend,algorithm,ranks,bytes,seconds,algbw_gbps,busbw_gbps,correct\n";
   // nccl-tests: algbw = bytes / time; busbw = algbw * 2(n-1)/n, what each link carries.
   const double bus_factor = 2.0 * (o.ranks - 1) / o.ranks;
   if (speaker) {
@@ -274,9 +288,7 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
           "memory copy ceiling (STREAM-like copy of {}, {} ranks at once, read+write bytes): {:.2f} GB/s "
           "in all, {:.2f} GB/s for the slowest rank\n",
           human_bytes(copy_bytes), o.ranks, total / 1e9, slowest / 1e9);
-      if (csv)
-        csv << fmt::format("{},stream-copy,{},{},,{:.6f},,true\n", o.backend, o.ranks, copy_bytes,
-                           total / 1e9);
+      csv_text += fmt::format("{},stream-copy,{},{},,{:.6f},,true\n", o.backend, o.ranks, copy_bytes, total / 1e9);
     }
   }
   if (speaker)
@@ -294,10 +306,10 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
       fmt::print("{:>6} {:>10} {:>12.1f} {:>12.3f} {:>12.3f} {:>6}\n", to_string(algorithm),
                  human_bytes(floats * sizeof(float)), m.seconds * 1e6, algbw, algbw * bus_factor,
                  m.correct ? "ok" : "WRONG");
-      if (csv)
-        csv << fmt::format("{},{},{},{},{:.9f},{:.6f},{:.6f},{}\n", o.backend, to_string(algorithm), o.ranks,
-                           floats * sizeof(float), m.seconds, algbw, algbw * bus_factor, m.correct);
+      csv_text += fmt::format("{},{},{},{},{:.9f},{:.6f},{:.6f},{}\n", o.backend, to_string(algorithm), o.ranks,
+                              floats * sizeof(float), m.seconds, algbw, algbw * bus_factor, m.correct);
     }
+  if (csv) write_text_file(o.csv_path, csv_text, "--csv");
   if (!all_correct)
     throw Error("bench allreduce: some results differ from the exact sum (marked WRONG above)");
   return 0;

@@ -4,9 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <numbers>
@@ -15,11 +12,14 @@
 #include <utility>
 
 #include "cli/byte_size.hpp"
+#include "cli/path_option.hpp"
 #include "compress/codec_registry.hpp"
 #include "compress/codec.hpp"
 #include "core/error.hpp"
+#include "core/memory_size.hpp"
 #include "core/rng.hpp"
 #include "core/stopwatch.hpp"
+#include "train/run_report.hpp"
 
 namespace ptrain {
 
@@ -167,51 +167,15 @@ Row measure_nth_element(const std::vector<std::vector<float>>& grads, double den
   return row;
 }
 
-// The CSV is written to `path`.partial, opened before any measurement (a bad
-// path fails at once) and renamed into place at the end: a failed run leaves
-// no file behind, partial or not.
-class CsvOutput {
- public:
-  explicit CsvOutput(std::string path) : path_(std::move(path)), partial_(path_ + ".partial") {
-    if (path_.empty()) return;
-    if (std::filesystem::is_directory(path_)) throw Error("--csv " + path_ + ": is a directory");
-    out_.open(partial_);
-    if (!out_) throw Error("--csv " + path_ + ": cannot write");
-  }
-  CsvOutput(const CsvOutput&) = delete;
-  CsvOutput& operator=(const CsvOutput&) = delete;
-  ~CsvOutput() {
-    if (out_.is_open()) {
-      out_.close();
-      std::remove(partial_.c_str());
-    }
-  }
-
-  void write(const std::vector<Row>& rows) {
-    if (path_.empty()) return;
-    out_ << "codec,elements,encode_seconds,encode_gbps,decode_seconds,decode_gbps,wire_bytes,dense_bytes\n";
-    for (const Row& r : rows)
-      out_ << fmt::format("{},{},{:.9f},{:.6f},{},{},{},{}\n", r.codec, r.count, r.encode_s,
-                          gbps(r.count, r.encode_s), r.decode_s > 0 ? fmt::format("{:.9f}", r.decode_s) : "",
-                          r.decode_s > 0 ? fmt::format("{:.6f}", gbps(r.count, r.decode_s)) : "",
-                          r.wire_bytes, r.count * sizeof(float));
-    out_.close();
-    if (!out_) {
-      std::remove(partial_.c_str());
-      throw Error("--csv " + path_ + ": cannot write");
-    }
-    std::error_code ec;
-    std::filesystem::rename(partial_, path_, ec);
-    if (ec) {
-      std::remove(partial_.c_str());
-      throw Error("--csv " + path_ + ": cannot write (" + ec.message() + ")");
-    }
-  }
-
- private:
-  std::string path_, partial_;
-  std::ofstream out_;
-};
+std::string csv_text(const std::vector<Row>& rows) {
+  std::string out = "codec,elements,encode_seconds,encode_gbps,decode_seconds,decode_gbps,wire_bytes,dense_bytes\n";
+  for (const Row& r : rows)
+    out += fmt::format("{},{},{:.9f},{:.6f},{},{},{},{}\n", r.codec, r.count, r.encode_s, gbps(r.count, r.encode_s),
+                       r.decode_s > 0 ? fmt::format("{:.9f}", r.decode_s) : "",
+                       r.decode_s > 0 ? fmt::format("{:.6f}", gbps(r.count, r.decode_s)) : "", r.wire_bytes,
+                       r.count * sizeof(float));
+  return out;
+}
 
 }  // namespace
 
@@ -230,7 +194,8 @@ CLI::App* add_bench_compress_command(CLI::App& bench, BenchCompressOptions& o) {
   cmd->add_option("--codecs", o.codecs, "Comma-separated codecs (fp16, int8, topk, dgc) or all");
   cmd->add_option("--iters", o.iters, "Timed calls per codec and size");
   cmd->add_option("--warmup", o.warmup, "Untimed calls first");
-  cmd->add_option("--csv", o.csv_path, "Also write the results to this CSV file");
+  cmd->add_option("--csv", o.csv_path, "Also write the results to this CSV file")
+      ->check(non_empty_path());
   return cmd;
 }
 
@@ -239,7 +204,13 @@ int run_bench_compress_command(BenchCompressOptions& o) {
   if (o.warmup < 0) throw Error(fmt::format("--warmup must be at least 0 (got {})", o.warmup));
   const std::vector<std::string> codecs = parse_codecs(o.codecs);
   const std::vector<size_t> counts = parse_element_counts(o.sizes);
-  CsvOutput csv(o.csv_path);
+  // Two gradients, the decoded output and nth_element's magnitudes at least, in floats.
+  if (const auto why = beyond_memory(4.0 * sizeof(float) * static_cast<double>(counts.back())))
+    throw Error(fmt::format("--sizes {}: {} elements need {}", o.sizes, counts.back(), *why));
+  // The CSV path is checked before any measurement and written whole at the
+  // end (core/atomic_file.hpp): never through a device, FIFO or symlink, and
+  // a failed run leaves no file behind.
+  if (!o.csv_path.empty()) check_writable(o.csv_path, "--csv");
   const double dgc_density = DgcOptions{}.density;
 
   fmt::print(
@@ -266,7 +237,7 @@ int run_bench_compress_command(BenchCompressOptions& o) {
     }
     rows.insert(rows.end(), these.begin(), these.end());
   }
-  csv.write(rows);
+  if (!o.csv_path.empty()) write_text_file(o.csv_path, csv_text(rows), "--csv");
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/path_option.hpp"
 #include "cli/train_command.hpp"
 #include "core/error.hpp"
 #include "run/evaluate_saved.hpp"
@@ -58,11 +59,13 @@ CLI::App* add_eval_command(CLI::App& app, EvalCommand& c) {
                   "The saved model (a TorchScript file written by ptrain train --save)")
       ->required()
       ->group("Model")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(non_empty_path());
   c.data_flags = PlanFlags::test_data(*cmd);
   cmd->add_option("--report", c.report_path, "Write the evaluation as JSON to this file")
       ->group("Output")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(non_empty_path());
   cmd->add_flag("--quiet,-q", c.quiet, "Print only the result line (and errors)")->group("Output");
   return cmd;
 }

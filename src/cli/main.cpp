@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 #include "core/registry.hpp"
+#include "core/temporary_files.hpp"
 #include "run/build_info.hpp"
 
 namespace {
@@ -51,6 +52,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::vector<std::string> command_line(argv, argv + argc);
+  // A SIGINT or SIGTERM leaves no temporary file (a checkpoint or report half written).
+  ptrain::remove_temporary_files_on_signals(/*announce=*/!ptrain::launched_by_mpi());
   // Under mpirun every rank initialises MPI first; an error on one rank ends the job.
   std::unique_ptr<ptrain::MpiRuntime> mpi;
   if (ptrain::launched_by_mpi()) {

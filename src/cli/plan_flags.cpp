@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
+
+#include "cli/path_option.hpp"
 
 namespace ptrain {
 
@@ -143,6 +147,17 @@ void set_kind(typename Registry::Choice& choice, const std::string& flag, const 
   choice = *made;
 }
 
+// A flag's text into a field. An empty text is refused: for a path it means
+// none, which leaving the flag out says (--save "$OUT" with OUT unset saved
+// nothing, silently). (CLI11 refuses it first: cli/path_option.hpp.)
+template <class T>
+void set_from_flag(T& value, const std::string& flag, const std::string& text, Problems& problems) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (text.empty()) return problems.add(flag, ": an empty value");
+  }
+  if (auto why = field_from_text(value, text)) problems.add(flag, ": " + *why);
+}
+
 // Sets the field of `o` whose flag is `flag`; false when `o` has no such field.
 template <class Options>
 bool set_field(Options& o, std::string_view section, const std::string& flag, const std::string& text,
@@ -151,7 +166,7 @@ bool set_field(Options& o, std::string_view section, const std::string& flag, co
   Options::fields(o, [&](const char* field, auto& value, const char*, const Range&) {
     if (found || flag_for(section, Options::name, field) != flag) return;
     found = true;
-    if (auto why = field_from_text(value, text)) problems.add(flag, ": " + *why);
+    set_from_flag(value, flag, text, problems);
   });
   return found;
 }
@@ -163,7 +178,7 @@ bool set_plain_field(Options& o, std::string_view section, const std::string& fl
   Options::fields(o, [&](const char* field, auto& value, const char*, const Range&) {
     if (found || flag_for(section, "", field) != flag) return;
     found = true;
-    if (auto why = field_from_text(value, text)) problems.add(flag, ": " + *why);
+    set_from_flag(value, flag, text, problems);
   });
   return found;
 }
@@ -233,10 +248,13 @@ PlanFlags::PlanFlags(CLI::App& cmd, const Keep& keep) {
       cmd.add_flag_function(negated, [this, name](std::int64_t) { given_.emplace_back(name, "false"); })->group("");
       names_.push_back(negated);
     } else {
-      cmd.add_option_function<std::string>(
-             name, [this, name](const std::string& text) { given_.emplace_back(name, text); }, describe(info))
-          ->group(group_of(info.section))
-          ->type_name(info.kind);
+      auto* option = cmd.add_option_function<std::string>(
+                         name, [this, name](const std::string& text) { given_.emplace_back(name, text); },
+                         describe(info))
+                         ->group(group_of(info.section))
+                         ->type_name(info.kind);
+      // CLI11 passes no empty text on to the function: refused here, not taken as none.
+      if (info.kind == "TEXT") option->check(non_empty_path());  // every text field is a path
     }
     names_.push_back(name);
   }
@@ -251,6 +269,12 @@ PlanFlags::PlanFlags(CLI::App& cmd, const Keep& keep) {
 
 RunPlan PlanFlags::apply(RunPlan plan, Problems& problems, bool other_strategies_fields) const {
   for (const auto& [flag, text] : given_) {
+    const bool chooses_kind = std::any_of(std::begin(kNameFlags), std::end(kNameFlags),
+                                          [&](const NameFlag& n) { return flag == n.flag; });
+    if (chooses_kind && text.empty()) {
+      problems.add(flag, ": an empty name");
+      continue;
+    }
     if (flag == "--model" && names_a_file(text)) plan.model = TorchScriptOptions{text};
     else if (flag == "--model") set_kind<ModelRegistry>(plan.model, flag, text, "model", problems);
     if (flag == "--data-set") set_kind<DataRegistry>(plan.data, flag, text, "data set", problems);
@@ -290,6 +314,27 @@ RunPlan PlanFlags::apply(RunPlan plan, Problems& problems, bool other_strategies
     else if (section == "codec") set_choice_field<CodecRegistry>(plan.codec, "codec", flag, text, info, problems);
   }
   return plan;
+}
+
+bool PlanFlags::is_field(const std::string& field, const RunPlan& plan) {
+  const size_t dot = field.find('.');
+  if (dot == std::string::npos) return false;
+  const std::string section = field.substr(0, dot), name = field.substr(dot + 1);
+  if (name == "name") return true;
+  bool found = false;
+  auto look = [&](const auto& options) {
+    std::decay_t<decltype(options)>::fields(options, [&](const char* f, const auto&, const char*, const Range&) {
+      found = found || name == f;
+    });
+  };
+  auto look_in = [&](const auto& choice) { std::visit(look, choice); };
+  if (section == "model") look_in(plan.model);
+  if (section == "data") look_in(plan.data), look(plan.data_controls);
+  if (section == "optimizer") look_in(plan.optimizer);
+  if (section == "strategy") look_in(plan.strategy);
+  if (section == "codec") look_in(plan.codec);
+  if (section == "run") look(plan.run);
+  return found;
 }
 
 std::string PlanFlags::flag_of(const std::string& field, const RunPlan& plan) {

@@ -37,6 +37,9 @@ class PlanFlags {
 
   // The flag a plan field is known by here ("codec.density" -> "--dgc-density").
   static std::string flag_of(const std::string& field, const RunPlan& plan);
+  // Whether "section.name" is a field of the plan's chosen kinds (not, say, a
+  // file name such as model.pt).
+  static bool is_field(const std::string& field, const RunPlan& plan);
 
   // Every flag name, for typo suggestions.
   const std::vector<std::string>& names() const { return names_; }

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "cli/path_option.hpp"
 #include "compress/codec_registry.hpp"
 #include "core/error.hpp"
 #include "perfmodel/calibration.hpp"
@@ -13,6 +14,10 @@
 namespace ptrain {
 
 namespace {
+
+// The model sums over the workers: a million is far past any cluster, and quick.
+constexpr size_t kMaxWorkers = size_t{1} << 20;
+constexpr size_t kMaxCount = size_t{1} << 40;
 
 // The codec of a dense exchange: what a value costs on the wire (int8 at a chunk of 256).
 double codec_bytes_per_value(const std::string& codec) {
@@ -41,8 +46,12 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   cmd->add_option("--parameters", m.parameters, "Model size in parameters (floats)");
   cmd->add_option("--compute-per-sample", o.compute_per_sample_ms, "Forward + backward of one sample, milliseconds");
   cmd->add_option("--backward-fraction", m.backward_fraction, "Share of the compute that is backward");
-  cmd->add_option("--batch", m.batch, "Batch per worker");
-  cmd->add_option("--workers", o.workers, "Comma-separated worker counts")->delimiter(',');
+  // Unsigned counts are range-checked as text: CLI11 would read -1 as 2^64 - 1
+  // (a table of 2^64 workers never ended).
+  cmd->add_option("--batch", m.batch, "Batch per worker")->check(CLI::Range(size_t{1}, kMaxCount));
+  cmd->add_option("--workers", o.workers, "Comma-separated worker counts")
+      ->delimiter(',')
+      ->check(CLI::Range(size_t{1}, kMaxWorkers));
   cmd->add_option("--bandwidth", o.bandwidths_gbit, "Comma-separated link bandwidths, Gbit/s per direction")
       ->delimiter(',');
   cmd->add_option("--latency", o.latency_us, "Per-message latency, microseconds");
@@ -57,20 +66,24 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   cmd->add_option("--codec", o.codec, "Dense exchanges: none, fp16 or int8");
   cmd->add_option("--sparse-codec", o.sparse_codec, "allgather: dgc or topk, whose CPU cost --codec-costs gives");
   cmd->add_option("--codec-costs", o.codec_costs,
-                  "Encode and decode time per value of each codec, from this ptrain bench compress --csv file");
+                  "Encode and decode time per value of each codec, from this ptrain bench compress --csv file")
+      ->check(non_empty_path());
   cmd->add_option("--cores-per-rank", m.cores_per_rank,
                   "Cores each worker has (below 1: ranks share cores, and codecs take longer; overlap needs 2)");
   cmd->add_option("--density", m.density, "allgather: fraction of the gradient sent (DGC: 0.001)");
-  cmd->add_option("--servers", m.servers, "ps: shards, each on its own link");
-  cmd->add_option("--backup", m.backup, "Backup workers: a step waits for N - b of them");
+  cmd->add_option("--servers", m.servers, "ps: shards, each on its own link")->check(CLI::Range(size_t{1}, kMaxWorkers));
+  cmd->add_option("--backup", m.backup, "Backup workers: a step waits for N - b of them")
+      ->check(CLI::Range(size_t{0}, kMaxWorkers));
   cmd->add_option("--straggler-mean", m.straggler_mean,
                   "Each worker's compute is base x (1 + E), E exponential with this mean (0: none)");
   cmd->add_flag("--overlap,!--no-overlap", m.overlap, "Communication overlaps backward");
   cmd->add_option("--calibrate", o.calibrate_report,
-                  "Take parameters, batch and compute per sample from this run report (ptrain train --report)");
+                  "Take parameters, batch and compute per sample from this run report (ptrain train --report)")
+      ->check(non_empty_path());
   cmd->add_option("--calibrate-bandwidth", o.calibrate_bandwidth_gbit,
                   "The link bandwidth the calibration run had, Gbit/s");
-  cmd->add_option("--csv", o.csv_path, "Also write every prediction to this CSV file");
+  cmd->add_option("--csv", o.csv_path, "Also write every prediction to this CSV file")
+      ->check(non_empty_path());
   m.density = 0.001;
   return cmd;
 }
@@ -84,10 +97,11 @@ int run_simulate_command(SimulateOptions& o) {
   base.memory_bytes_s = o.memory_gbytes_s * 1e9;
   std::vector<ExchangeKind> exchanges;
   for (const auto& e : o.exchanges) exchanges.push_back(parse_exchange_kind(e));
-  for (size_t n : o.workers)
-    if (n < 1) throw Error("--workers must be at least 1 (got 0)");
   for (double b : o.bandwidths_gbit)
-    if (!(b > 0)) throw Error(fmt::format("--bandwidth must be > 0 Gbit/s (got {})", b));
+    if (!(b > 0 && b <= 1e9)) throw Error(fmt::format("--bandwidth must be > 0 and at most 1e9 Gbit/s (got {})", b));
+  if (!o.calibrate_report.empty() && !(o.calibrate_bandwidth_gbit > 0 && o.calibrate_bandwidth_gbit <= 1e9))
+    throw Error(fmt::format("--calibrate-bandwidth must be > 0 and at most 1e9 Gbit/s (got {})",
+                            o.calibrate_bandwidth_gbit));
   if (!o.csv_path.empty()) check_writable(o.csv_path, "--csv");
   auto codec_of = [&](ExchangeKind e) { return e == ExchangeKind::SparseAllgather ? o.sparse_codec : o.codec; };
   // The codec CPU cost of each exchange (none without --codec-costs, or for fp32).

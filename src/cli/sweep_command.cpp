@@ -5,13 +5,23 @@
 #include <cmath>
 #include <map>
 
+#include "cli/path_option.hpp"
 #include "cli/train_command.hpp"
 #include "core/error.hpp"
 #include "run/run.hpp"
+#include "run/world.hpp"
 #include "run/sweep.hpp"
 #include "train/run_report.hpp"
 
 namespace ptrain {
+
+namespace {
+
+// A million runs of a second each is eleven days: far past a real sweep, and
+// the list of runs stays small.
+constexpr int kMaxRuns = 1000000;
+
+}  // namespace
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
   auto* cmd = app.add_subcommand("sweep",
@@ -21,19 +31,29 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
   cmd->add_option("--strategies", o.strategies, "Comma-separated shared-memory strategies")
       ->delimiter(',')
       ->group("Sweep");
-  cmd->add_option("--threads", o.threads, "Comma-separated thread counts (seq: 1)")->delimiter(',')->group("Sweep");
-  cmd->add_option("--batch", o.batches, "Comma-separated batch sizes")->delimiter(',')->group("Sweep");
+  // Counts are range-checked as text: CLI11 reads -1 into a size_t as 2^64 - 1.
+  cmd->add_option("--threads", o.threads, "Comma-separated thread counts (seq: 1)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, kMaxThreads))
+      ->group("Sweep");
+  cmd->add_option("--batch", o.batches, "Comma-separated batch sizes")
+      ->delimiter(',')
+      ->check(CLI::Range(size_t{1}, size_t{1} << 40))
+      ->group("Sweep");
   cmd->add_option("--lr", o.lrs, "Comma-separated step sizes")->delimiter(',')->group("Sweep");
   cmd->add_option("--repetitions", o.repetitions, "Runs of each point, with seeds seed, seed + 1, ...")
+      ->check(CLI::Range(1, kMaxRuns))
       ->group("Sweep");
   cmd->add_option("--csv", o.csv_path,
                   "The CSV file: one row per run, appended and flushed to disk as the run ends; an existing one "
                   "of the same sweep is resumed (its runs are skipped)")
       ->required()
+      ->check(non_empty_path())
       ->group("Sweep");
   cmd->add_option("--summary-csv", o.summary_csv_path,
                   "Also write one row per grid cell: runs, reached target, diverged, crashed, median time to "
                   "the target (written when the sweep ends)")
+      ->check(non_empty_path())
       ->group("Sweep");
     o.flags = std::make_unique<PlanFlags>(
       *cmd, std::vector<std::string>{"--strategy", "--workers", "--batch", "--lr", "--save"});
@@ -41,11 +61,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
 }
 
 int run_sweep_command(SweepOptions& o) {
-  if (o.repetitions < 1) throw Error(fmt::format("--repetitions must be at least 1 (got {})", o.repetitions));
   if (o.threads.empty() || o.batches.empty() || o.lrs.empty() || o.strategies.empty())
     throw Error("--strategies, --threads, --batch and --lr each need at least one value");
-  for (int threads : o.threads)
-    if (threads < 1) throw Error(fmt::format("--threads must be at least 1 (got {})", threads));
   // Every point's plan is built and checked before the first run, so a bad value fails at once.
   std::vector<SweepRun> grid;  // repetition 0 of each cell
   // The sweep's base plan: ptrain shm's, stopping at a training loss of 0.5 within 5 epochs.
@@ -84,6 +101,10 @@ int run_sweep_command(SweepOptions& o) {
         }
     }
   }
+  if (grid.size() * static_cast<size_t>(o.repetitions) > static_cast<size_t>(kMaxRuns))
+    throw Error(fmt::format("--repetitions {}: {} grid points x {} repetitions is more than the {} runs a sweep "
+                            "takes",
+                            o.repetitions, grid.size(), o.repetitions, kMaxRuns));
   if (!o.summary_csv_path.empty()) check_writable(o.summary_csv_path, "--summary-csv");
   const RunPlan& first = grid.front().plan;
   const double target = std::visit(

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <regex>
 
+#include "cli/path_option.hpp"
 #include "cli/progress_display.hpp"
+#include "cli/progress_lines.hpp"
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 #include "model/blas_check.hpp"
@@ -13,6 +15,7 @@
 #include "run/report.hpp"
 #include "run/resume.hpp"
 #include "run/run.hpp"
+#include "run/world.hpp"
 #include "train/run_report.hpp"
 
 namespace ptrain {
@@ -90,6 +93,7 @@ std::string with_flags(const std::string& message, const RunPlan& plan) {
   auto begin = std::sregex_iterator(message.begin(), message.end(), field);
   size_t last = 0;
   for (auto it = begin; it != std::sregex_iterator(); ++it) {
+    if (!PlanFlags::is_field(it->str(), plan)) continue;  // model.pt in a path is no field
     out += message.substr(last, static_cast<size_t>(it->position()) - last);
     out += PlanFlags::flag_of(it->str(), plan);
     last = static_cast<size_t>(it->position() + it->length());
@@ -103,13 +107,26 @@ void add_output_options(CLI::App* cmd, TrainCommand& c) {
   cmd->add_option("--config", c.config_path,
                   "Start from this plan file or run report (its plan): the flags given here override it")
       ->group("Output")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(non_empty_path());
   cmd->add_option("--resume", c.resume_dir,
                   "Continue from the newest intact checkpoint in this directory, with its plan (flags may change "
                   "how long the run goes on, how it logs and checkpoints, and the learning rate)")
       ->group("Output")
-      ->type_name("DIR");
-  cmd->add_option("--report", c.report_path, "Write the JSON run report to this file")->group("Output")->type_name("FILE");
+      ->type_name("DIR")
+      ->check(non_empty_path());
+  cmd->add_option("--report", c.report_path, "Write the JSON run report to this file")
+      ->group("Output")
+      ->type_name("FILE")
+      ->check(non_empty_path());
+  cmd->add_option(
+         "--progress-lines", c.progress_lines,
+         "Append the run's progress to this file as JSON lines, each flushed at once: a start line, one "
+         "per step of worker 0, per committed checkpoint and per epoch, and an end or error line "
+         "(- : standard output; see README)")
+      ->group("Output")
+      ->type_name("FILE")
+      ->check(non_empty_path());
   cmd->add_flag("--print-plan", c.print_plan, "Print the plan as JSON (a plan file) and stop, without training")
       ->group("Output");
   cmd->add_flag("--quiet,-q", c.quiet, "Print nothing but errors (the report is still written)")->group("Output");
@@ -153,7 +170,8 @@ CLI::App* add_shm_command(CLI::App& app, TrainCommand& c) {
   c.flags = std::make_unique<PlanFlags>(*cmd);
   cmd->add_option("--threads", c.threads, "Threads sharing the model: the same as --workers [default: 2]")
       ->group("Run")
-      ->type_name("INT");
+      ->type_name("INT")
+      ->check(CLI::Range(1, kMaxThreads));
   add_output_options(cmd, c);
   return cmd;
 }
@@ -181,9 +199,13 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     return 0;
   }
   if (!c.report_path.empty()) check_writable(c.report_path);
+  if (!c.progress_lines.empty()) ProgressLines::check(c.progress_lines);
   const std::string started_at = utc_now();
+  std::unique_ptr<ProgressLines> lines;  // on the reporting process
   try {
     World world = make_world(plan);
+    if (!c.progress_lines.empty() && world.reports())
+      lines = std::make_unique<ProgressLines>(c.progress_lines);
     const bool speaker = world.reports() && !c.quiet;
     const BlasInfo blas = detect_blas();
     if (blas.is_reference && world.reports())
@@ -222,9 +244,26 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
         std::fflush(stdout);
       };
     }
+    if (lines) {
+      // Beside the display (or alone, with --quiet).
+      auto then = [](auto first, auto second) {
+        return [first, second](const auto& what) {
+          if (first) first(what);
+          second(what);
+        };
+      };
+      ProgressLines& out = *lines;
+      callbacks.on_start = then(callbacks.on_start, [&out](const RunStart& s) { out.start(s); });
+      callbacks.on_epoch_end = then(callbacks.on_epoch_end, [&out](const EpochMetrics& m) { out.epoch(m); });
+      callbacks.on_loss_check =
+          then(callbacks.on_loss_check, [&out](const LossCheck& l) { out.loss_check(l); });
+      callbacks.on_step = [&out](const StepDone& s) { out.step(s); };
+      callbacks.on_checkpoint = [&out](const CheckpointDone& d) { out.checkpoint(d); };
+    }
     RunInputs inputs;
     inputs.resume = c.resume_dir;
     const RunResult result = run(plan, world, callbacks, inputs);
+    if (lines) lines->end(result);
     const int status = result.diverged ? kExitDiverged : kExitOk;
     if (!world.reports()) return status;
     if (!c.quiet) print_summary(ran, result);
@@ -235,9 +274,16 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     if (result.diverged) fmt::print(stderr, "ptrain: error: training diverged: {}\n", result.diverged_why);
     return status;
   } catch (const InterruptedError& e) {
-    throw InterruptedError(with_flags(e.what(), plan));
+    const std::string message = with_flags(e.what(), plan);
+    if (lines) lines->error(kExitRetry, message);
+    throw InterruptedError(message);
   } catch (const Error& e) {
-    throw Error(with_flags(e.what(), plan));
+    const std::string message = with_flags(e.what(), plan);
+    if (lines) lines->error(kExitInput, message);
+    throw Error(message);
+  } catch (const std::exception& e) {
+    if (lines) lines->error(kExitInternal, e.what());
+    throw;
   }
 }
 

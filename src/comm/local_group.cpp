@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/half.hpp"
 #include "core/thread_affinity.hpp"
+#include "core/wait_deadline.hpp"
 
 namespace ptrain {
 
@@ -89,7 +90,7 @@ void LocalGroup::arrive_and_wait(int rank, std::string_view what) {
   std::unique_lock lock(mutex_);
   sleepers_++;
   const bool done =
-      cv_.wait_for(lock, timeout_, [&] { return generation_.load() != my_generation || aborted_; });
+      WaitDeadline(timeout_).wait(cv_, lock, [&] { return generation_.load() != my_generation || aborted_; });
   sleepers_--;
   if (generation_.load() != my_generation) return;
   if (aborted_) throw Error(abort_reason_);
@@ -147,7 +148,7 @@ void LocalGroup::take(int from, int to, int tag, std::span<std::byte> data) {
   bool arrived = !box->messages.empty();
   if (!arrived && !aborted_) {
     sleepers_++;
-    arrived = cv_.wait_for(lock, timeout_, [&] { return !box->messages.empty() || aborted_; });
+    arrived = WaitDeadline(timeout_).wait(cv_, lock, [&] { return !box->messages.empty() || aborted_; });
     sleepers_--;
   }
   if (aborted_) throw Error(abort_reason_);
@@ -173,9 +174,7 @@ void LocalGroup::take(int from, int to, int tag, std::span<std::byte> data) {
 std::optional<AnyMessage> LocalGroup::take_any(int to, int tag, std::chrono::milliseconds wait) {
   if (wait < std::chrono::milliseconds(0))
     throw Error(fmt::format("recv_any: worker {} got a negative wait ({} ms)", first_worker_ + to, wait.count()));
-  // A year is forever here, and now() + milliseconds::max() would overflow.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::min<std::chrono::milliseconds>(wait, std::chrono::hours(24 * 365));
+  WaitDeadline deadline(wait);
   std::unique_lock lock(mutex_);
   for (;;) {
     if (aborted_) throw Error(abort_reason_);
@@ -194,10 +193,10 @@ std::optional<AnyMessage> LocalGroup::take_any(int to, int tag, std::chrono::mil
       oldest->pending.fetch_sub(1, std::memory_order_relaxed);
       return message;
     }
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    if (deadline.passed()) return std::nullopt;
     // post() and abort() notify while someone sleeps; any wake-up looks again.
     sleepers_++;
-    cv_.wait_until(lock, deadline);
+    cv_.wait_for(lock, deadline.slice());
     sleepers_--;
   }
 }

@@ -13,8 +13,9 @@
 #include "comm/message_tags.hpp"
 #include "comm/mpi_transport.hpp"
 #include "core/error.hpp"
-#include "core/run_failure.hpp"
 #include "core/half.hpp"
+#include "core/run_failure.hpp"
+#include "core/wait_deadline.hpp"
 
 namespace ptrain {
 
@@ -58,7 +59,7 @@ void check(int code, const std::string& what) {
 bool wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout, MPI_Status* statuses,
               Communicator::Waiting waiting = Communicator::Waiting::Spin,
               const std::atomic<bool>* interrupted = nullptr) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  WaitDeadline deadline(timeout);
   for (uint32_t i = 0;; ++i) {
     int done = 0;
     check(MPI_Testall(count, requests, &done, statuses), "MPI_Testall");
@@ -67,7 +68,7 @@ bool wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeou
     if (waiting == Communicator::Waiting::Nap && i >= 64)
       std::this_thread::sleep_for(std::chrono::microseconds(500));
     if (i % 64 == 63) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
+      if (deadline.passed()) return false;
       std::this_thread::yield();
     }
   }
@@ -256,6 +257,47 @@ void MpiCommunicator::enter(const CollectiveEntry& entry) {
   }
 }
 
+// MPI does not say which rank a collective waits for. A rank stopped or dead
+// inside it stops the others alike, and each of them times out at about the
+// same moment: so each sends every peer a roll call and listens for theirs a
+// short while (a quarter of the timeout, at most a second). A peer that
+// neither calls nor answers is not there. (A peer that had finished the
+// collective and moved on is named too; then it is waiting elsewhere.)
+std::string MpiCommunicator::roll_call() {
+  const auto n = static_cast<size_t>(size_);
+  auto mine = std::make_unique<uint64_t>(stats_.collectives);  // kept while a send is in flight
+  auto theirs = std::make_unique<uint64_t[]>(n);
+  std::vector<MPI_Request> requests(2 * n, MPI_REQUEST_NULL);  // receives at [r], sends at [n + r]
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const auto i = static_cast<size_t>(r);
+    MPI_Irecv(&theirs[i], 1, MPI_UINT64_T, r, kTagRollCall, handle_->comm, &requests[i]);
+    MPI_Isend(mine.get(), 1, MPI_UINT64_T, r, kTagRollCall, handle_->comm, &requests[n + i]);
+  }
+  wait_all(requests.data(), static_cast<int>(n),
+           std::clamp(timeout_ / 4, std::chrono::milliseconds(1), std::chrono::milliseconds(1000)),
+           MPI_STATUSES_IGNORE);
+  std::string missing;
+  bool in_flight = false;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    if (!abandon(requests[static_cast<size_t>(r)], true))
+      missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    in_flight |= !abandon(requests[n + static_cast<size_t>(r)], false);
+  }
+  if (in_flight) static_cast<void>(mine.release());  // MPI may still read it (the receives are cancelled)
+  return missing;
+}
+
+void MpiCommunicator::native_timed_out(const std::string& what) {
+  if (interrupted_) fail(what);  // a sibling thread failed: its reason, no roll call
+  const std::string missing = roll_call();
+  fail(fmt::format("{}: rank {} timed out after {} in MPI's collective, which every rank had entered; {}",
+                   what, rank_, seconds_text(timeout_),
+                   missing.empty() ? "every rank still answers (MPI itself is stuck?)"
+                                   : "rank(s) " + missing + " stopped answering (stopped, hung or gone)"));
+}
+
 void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algorithm) {
   stats_.collectives++;
   enter(CollectiveEntry::allreduce(data.size(), algorithm));
@@ -267,9 +309,7 @@ void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algori
         "allreduce");
   // Every rank has arrived, so only a rank that died on the way stops this.
   // (A collective request cannot be cancelled; the communicator is given up.)
-  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE, Waiting::Spin, &interrupted_))
-    fail(fmt::format("allreduce: rank {} timed out after {} in MPI_Iallreduce, after every rank had arrived",
-                     rank_, seconds_text(timeout_)));
+  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE, Waiting::Spin, &interrupted_)) native_timed_out("allreduce");
   const uint64_t moved =
       2 * data.size_bytes() * static_cast<uint64_t>(size_ - 1) / static_cast<uint64_t>(size_);
   stats_.bytes_sent += moved;
@@ -287,9 +327,7 @@ void MpiCommunicator::allreduce_half(std::span<uint16_t> data, AllreduceAlgorith
   check(MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_UINT16_T,
                        handle_->half_sum, handle_->comm, &request),
         what);
-  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE, Waiting::Spin, &interrupted_))
-    fail(fmt::format("{}: rank {} timed out after {} in MPI_Iallreduce, after every rank had arrived", what,
-                     rank_, seconds_text(timeout_)));
+  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE, Waiting::Spin, &interrupted_)) native_timed_out(what);
   const uint64_t moved =
       2 * data.size_bytes() * static_cast<uint64_t>(size_ - 1) / static_cast<uint64_t>(size_);
   stats_.bytes_sent += moved;
@@ -306,9 +344,7 @@ void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {
   MPI_Request request;
   check(MPI_Ibcast(data.data(), static_cast<int>(data.size()), MPI_BYTE, root, handle_->comm, &request),
         "broadcast");
-  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE, Waiting::Spin, &interrupted_))
-    fail(fmt::format("broadcast: rank {} timed out after {} waiting for rank {}", rank_,
-                     seconds_text(timeout_), root));
+  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE, Waiting::Spin, &interrupted_)) native_timed_out("broadcast");
   (rank_ == root ? stats_.bytes_sent : stats_.bytes_received) += data.size();
 }
 
@@ -375,9 +411,7 @@ std::optional<AnyMessage> MpiCommunicator::recv_any(int tag, std::chrono::millis
   if (tag < 0) throw Error(fmt::format("recv_any: rank {} got a negative tag ({})", rank_, tag));
   if (wait < std::chrono::milliseconds(0))
     throw Error(fmt::format("recv_any: rank {} got a negative wait ({} ms)", rank_, wait.count()));
-  // A year is forever here, and now() + milliseconds::max() would overflow.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::min<std::chrono::milliseconds>(wait, std::chrono::hours(24 * 365));
+  WaitDeadline deadline(wait);
   // A matched probe takes the message out of MPI's queue, so no later receive
   // can steal it between the probe and the receive of its size.
   MPI_Message message = MPI_MESSAGE_NULL;
@@ -394,10 +428,9 @@ std::optional<AnyMessage> MpiCommunicator::recv_any(int tag, std::chrono::millis
     int found = 0;
     check(MPI_Improbe(MPI_ANY_SOURCE, tag, handle_->comm, &found, &message, &status), "recv_any");
     if (found) break;
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return std::nullopt;
-    if (now < spin_until) continue;
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(nap, deadline - now));
+    if (deadline.passed()) return std::nullopt;
+    if (std::chrono::steady_clock::now() < spin_until) continue;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(nap, deadline.slice()));
     nap = std::min(2 * nap, std::chrono::microseconds(1000));
   }
   int count = 0;

@@ -105,6 +105,12 @@ class MpiCommunicator : public Communicator {
 
   // The entry check above; throws ptrain::Error naming the collective.
   void enter(const CollectiveEntry& entry);
+  // After a native collective (which every rank had entered) timed out on
+  // this rank: the ranks that are not there any more, e.g. "2" or "0, 2"
+  // ("": every one answered). See the .cpp.
+  std::string roll_call();
+  // Fails naming the ranks the roll call misses.
+  [[noreturn]] void native_timed_out(const std::string& what);
   // Throws if an earlier call failed: its peers have given up on it.
   void check_usable(const std::string& what) const;
   // Marks the communicator unusable and throws `message`.

@@ -88,7 +88,7 @@ struct DgcOptions {
     visit("clip", s.clip, "local gradient clipping by norm, threshold x N^-1/2 (0: off)", Range::non_negative());
     visit("masking", s.masking, "momentum factor masking (zero u and v where sent)", Range{});
     visit("warmup", s.warmup, "warm-up epochs: density 25%, 6.25%, 1.5625%, 0.4%, then density",
-          Range::non_negative());
+          Range::between(0, 1e6));
     visit("dense_biases", s.dense_biases, "send 1-D tensors (biases) dense", Range{});
     visit("accumulation", s.accumulation, "accumulate locally what is not sent", Range{});
   }

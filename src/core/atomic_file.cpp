@@ -9,12 +9,19 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/temporary_files.hpp"
 
 namespace ptrain {
 
 namespace {
 
 std::string why() { return std::strerror(errno); }
+
+// Throws the WriteError of the call that just failed: "<label>: <what> (<errno's text>)".
+[[noreturn]] void write_failed(const std::string& label, const std::string& what) {
+  const int code = errno;
+  throw WriteError(label + ": " + what + " (" + std::strerror(code) + ")", code);
+}
 
 std::string directory_of(const std::string& path) {
   const std::filesystem::path p(path);
@@ -34,7 +41,8 @@ void write_all(int fd, std::span<const std::byte> bytes, const std::string& labe
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(label + ": write failed (" + (n < 0 ? why() : std::string("no progress")) + ")");
+    if (n < 0) write_failed(label, "write failed");
+    if (n == 0) throw WriteError(label + ": write failed (no progress)", EIO);
     done += static_cast<size_t>(n);
   }
 }
@@ -55,7 +63,15 @@ void check_output_path(const std::string& path, const std::string& label) {
   struct stat dst {};
   if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
     throw Error(label + ": directory " + dir + " does not exist");
-  if (::access(dir.c_str(), W_OK) != 0) throw Error(label + ": cannot write in " + dir + " (" + why() + ")");
+  // Whether a file can be made there, by making one: access() says yes to
+  // root in /proc or on a read-only bind mount, and the run's result was
+  // lost at its end.
+  std::string probe = (std::filesystem::path(dir) / ".ptrain-probe.XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) throw Error(label + ": cannot create a file in " + dir + " (" + why() + ")");
+  TemporaryFileGuard guard(probe);
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void sync_directory(const std::string& dir) {
@@ -73,25 +89,26 @@ void write_file_atomically(const std::string& path, std::span<const std::byte> b
   std::string tmp = (std::filesystem::path(dir) / name).string();
   Fd file;
   file.fd = ::mkstemp(tmp.data());
-  if (file.fd < 0) throw Error(label + ": cannot create a temporary file in " + dir + " (" + why() + ")");
+  if (file.fd < 0) write_failed(label, "cannot create a temporary file in " + dir);
+  TemporaryFileGuard guard(tmp);  // a SIGINT or SIGTERM from here on removes it
   try {
     write_all(file.fd, bytes, label);
-    if (::fsync(file.fd) != 0) throw Error(label + ": cannot flush to disk (" + why() + ")");
+    if (::fsync(file.fd) != 0) write_failed(label, "cannot flush to disk");
     // mkstemp makes 0600; a result file is as readable as any other the user writes.
     const mode_t mask = ::umask(0);
     ::umask(mask);
     ::fchmod(file.fd, 0666 & ~mask);
     if (::close(file.fd) != 0) {
       file.fd = -1;
-      throw Error(label + ": write failed (" + why() + ")");
+      write_failed(label, "write failed");
     }
     file.fd = -1;
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-      throw Error(label + ": cannot rename into place (" + why() + ")");
+    if (::rename(tmp.c_str(), path.c_str()) != 0) write_failed(label, "cannot rename into place");
   } catch (...) {
     ::unlink(tmp.c_str());
     throw;
   }
+  guard.release();
   if (sync_dir) sync_directory(dir);  // the rename itself on disk
 }
 

@@ -3,21 +3,38 @@
 // same directory (mkstemp: an unpredictable name, created with O_EXCL, so no
 // symlink or other file is followed or reused), flushed to disk, renamed over
 // the target and the directory flushed too. A crash at any moment leaves the
-// old file or the new one, never half of either.
+// old file or the new one, never half of either; a SIGINT or SIGTERM leaves
+// no temporary file either (core/temporary_files.hpp).
+#include <cerrno>
 #include <cstddef>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace ptrain {
+
+// A file that could not be created, written, flushed or renamed into place;
+// `code` is the errno of the call that failed.
+class WriteError : public Error {
+ public:
+  WriteError(const std::string& message, int code) : Error(message), code_(code) {}
+  int code() const { return code_; }
+  bool no_space() const { return code_ == ENOSPC || code_ == EDQUOT; }  // the disk or the quota is full
+
+ private:
+  int code_;
+};
 
 // Throws ptrain::Error "<label>: ..." when `path` exists and is not a regular
 // file (a symlink, FIFO, device or directory is never replaced), when its
-// directory is missing, or when nothing can be created there.
+// directory is missing, or when nothing can be created there (tried by
+// creating and removing a file: access() answers yes to root everywhere).
 void check_output_path(const std::string& path, const std::string& label);
 
 // Replaces `path` with `bytes` as above (after check_output_path). On failure
-// the temporary file is removed and `path` is untouched. Without
+// (a WriteError once the temporary file is begun) it is removed and `path` is untouched. Without
 // `sync_directory` the rename is durable only once the caller flushes the
 // directory (sync_directory below): for several files that one flush commits.
 void write_file_atomically(const std::string& path, std::span<const std::byte> bytes, const std::string& label,

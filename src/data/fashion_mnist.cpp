@@ -1,11 +1,17 @@
 #include "data/fashion_mnist.hpp"
 
+#include <sys/stat.h>
+
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <optional>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "core/memory_size.hpp"
 #include "data/idx_file.hpp"
 
 namespace ptrain {
@@ -24,12 +30,16 @@ SplitFiles file_names(Split split) {
 }
 
 // The file for `base` in `dir`: the gzipped one if present, else the plain one.
+// One that is there but is no regular file (a FIFO, a device, a dangling
+// symlink or a loop) is refused here, before any work.
 std::optional<std::string> find_file(const std::string& dir, const std::string& base) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
   for (const std::string& name : {base + ".gz", base}) {
-    const fs::path candidate = fs::path(dir) / name;
-    if (fs::exists(candidate, ec)) return candidate.string();
+    const std::string candidate = (std::filesystem::path(dir) / name).string();
+    struct stat st {};
+    if (::lstat(candidate.c_str(), &st) != 0) continue;  // not there
+    if (::stat(candidate.c_str(), &st) != 0) throw Error(candidate + ": cannot open: " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) throw Error(candidate + ": is " + file_kind(st.st_mode) + ", not a regular file");
+    return candidate;
   }
   return std::nullopt;
 }
@@ -61,7 +71,11 @@ Dataset load_fashion_mnist(const std::string& dir, Split split) {
   const std::string images_path = require_file(dir, names.images);
   const std::string labels_path = require_file(dir, names.labels);
 
-  const IdxArray images = read_idx_ubyte(images_path, 3);
+  // Each pixel is held as its byte and as a float: 5 bytes of memory.
+  const uint64_t memory = memory_size_bytes();
+  const IdxArray images = read_idx_ubyte(images_path, 3, memory / 5,
+                                         "a fifth of the " + gib_text(static_cast<double>(memory)) +
+                                             " of memory this machine has: each pixel is also held as a float");
   const IdxArray labels = read_idx_ubyte(labels_path, 1);
   if (images.count() != labels.count())
     throw Error(images_path + " holds " + std::to_string(images.count()) + " images but " + labels_path +

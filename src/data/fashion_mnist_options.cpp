@@ -22,7 +22,9 @@ void FashionMnistOptions::check_test(const std::string& prefix, Problems& proble
 Dataset FashionMnistOptions::load_test() const { return load_fashion_mnist(dir, Split::Test); }
 
 LoadedData FashionMnistOptions::load() const {
-  return {load_fashion_mnist(dir, Split::Train), load_fashion_mnist(dir, Split::Test)};
+  LoadedData data{load_fashion_mnist(dir, Split::Train), load_fashion_mnist(dir, Split::Test)};
+  if (const auto why = test_set_mismatch(data.train, data.test)) throw Error("data.dir: " + dir + ": " + *why);
+  return data;
 }
 
 }  // namespace ptrain

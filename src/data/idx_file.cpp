@@ -3,15 +3,14 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <memory>
 #include <span>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace ptrain {
 namespace {
@@ -19,9 +18,9 @@ namespace {
 constexpr size_t kChunkBytes = size_t{1} << 20;
 // The least buffer for compressed input, and the one that counts extra bytes.
 constexpr size_t kSmallBufferBytes = size_t{1} << 16;
-// Far above any real IDX file (Fashion-MNIST's largest is 47 MB); a header that
-// claims more is corrupt, and we refuse before allocating.
-constexpr uint64_t kMaxDataBytes = uint64_t{1} << 31;
+// Extra bytes after the data are counted this far (a gzip bomb's trailing
+// gigabytes are refused without inflating them all).
+constexpr uint64_t kMaxExtraCounted = uint64_t{1} << 20;
 // Deflate cannot expand more than about 1032:1, which bounds what a gzip file
 // of a given size can hold; used so a lying header cannot make us over-allocate.
 constexpr uint64_t kMaxDeflateRatio = 1032;
@@ -31,25 +30,6 @@ std::string hex_byte(uint8_t b) {
   char text[8];
   std::snprintf(text, sizeof text, "0x%02x", b);
   return text;
-}
-
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
-
-// Reads exactly n bytes or until end of file; a read error is an Error.
-size_t read_fully(std::FILE* file, const std::string& path, uint8_t* dst, size_t n) {
-  size_t got = 0;
-  while (got < n) {
-    const size_t r = std::fread(dst + got, 1, n - got, file);
-    got += r;
-    if (r == 0) {
-      if (std::ferror(file)) throw Error(path + ": read error: " + std::strerror(errno));
-      break;  // end of file
-    }
-  }
-  return got;
 }
 
 // The decoded bytes of a file, plain or gzipped. read() returns fewer bytes
@@ -66,19 +46,17 @@ class ByteSource {
 
 class PlainSource final : public ByteSource {
  public:
-  PlainSource(std::FILE* file, std::string path, uint64_t file_bytes)
-      : file_(file), path_(std::move(path)), remaining_(file_bytes) {}
+  PlainSource(InputFile& file, uint64_t file_bytes) : file_(file), remaining_(file_bytes) {}
 
   size_t read(uint8_t* dst, size_t n) override {
-    const size_t got = read_fully(file_, path_, dst, n);
+    const size_t got = file_.read(dst, n);
     remaining_ -= std::min<uint64_t>(remaining_, got);
     return got;
   }
   uint64_t max_remaining() const override { return remaining_; }
 
  private:
-  std::FILE* file_;
-  std::string path_;
+  InputFile& file_;
   uint64_t remaining_;
 };
 
@@ -87,7 +65,7 @@ class PlainSource final : public ByteSource {
 // short, trailing junk) is seen and reported, unlike gzread's lenient reading.
 class GzipSource final : public ByteSource {
  public:
-  GzipSource(std::FILE* file, std::string path, uint64_t file_bytes)
+  GzipSource(InputFile& file, std::string path, uint64_t file_bytes)
       : file_(file),
         path_(std::move(path)),
         file_bytes_(file_bytes),
@@ -147,7 +125,7 @@ class GzipSource final : public ByteSource {
     if (stream_.avail_in > 0 && stream_.next_in != input_.data())
       std::memmove(input_.data(), stream_.next_in, stream_.avail_in);
     const size_t kept = stream_.avail_in;
-    const size_t got = read_fully(file_, path_, input_.data() + kept, input_.size() - kept);
+    const size_t got = file_.read(input_.data() + kept, input_.size() - kept);
     stream_.next_in = input_.data();
     stream_.avail_in = static_cast<uInt>(kept + got);
     return stream_.avail_in > 0;
@@ -162,7 +140,7 @@ class GzipSource final : public ByteSource {
     throw Error(path_ + ": unexpected bytes after the end of the gzip stream");
   }
 
-  std::FILE* file_;
+  InputFile& file_;
   std::string path_;
   uint64_t file_bytes_;
   std::vector<uint8_t> input_;
@@ -217,25 +195,19 @@ uint64_t count_remaining(ByteSource& source, uint64_t cap) {
 
 }  // namespace
 
-IdxArray read_idx_ubyte(const std::string& path, size_t expected_rank) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not a file");
-  FilePtr file(std::fopen(path.c_str(), "rb"));
-  if (!file) throw Error(path + ": cannot open: " + std::strerror(errno));
+IdxArray read_idx_ubyte(const std::string& path, size_t expected_rank, uint64_t max_data_bytes,
+                        const std::string& why_limited) {
+  InputFile file(path, "an IDX file");
 
   // Compressed or not is decided by gzip's magic bytes, not by the file name.
   uint8_t sniff[2] = {0, 0};
-  const size_t sniffed = read_fully(file.get(), path, sniff, 2);
-  if (std::fseek(file.get(), 0, SEEK_SET) != 0)
-    throw Error(path + ": cannot seek (IDX files must be regular files): " + std::strerror(errno));
-  const uint64_t file_bytes = std::filesystem::file_size(path, ec);
-  const uint64_t known_bytes = ec ? std::numeric_limits<uint32_t>::max() : file_bytes;
-
+  const size_t sniffed = file.read(sniff, 2);
+  file.seek(0);
   std::unique_ptr<ByteSource> source;
   if (sniffed == 2 && sniff[0] == 0x1f && sniff[1] == 0x8b)
-    source = std::make_unique<GzipSource>(file.get(), path, known_bytes);
+    source = std::make_unique<GzipSource>(file, path, file.size());
   else
-    source = std::make_unique<PlainSource>(file.get(), path, known_bytes);
+    source = std::make_unique<PlainSource>(file, file.size());
 
   uint8_t magic[4];
   const size_t magic_found = source->read(magic, 4);
@@ -255,6 +227,8 @@ IdxArray read_idx_ubyte(const std::string& path, size_t expected_rank) {
   if (dims_found < dim_bytes.size())
     throw Error(truncated_header(path, 4 + dim_bytes.size(), 4 + dims_found, *source));
 
+  const uint64_t limit = std::min(max_data_bytes, kIdxMaxDataBytes);
+  const std::string limit_note = limit < kIdxMaxDataBytes ? " (" + why_limited + ")" : "";
   IdxArray array;
   uint64_t expected = 1;
   std::string shape_text;
@@ -264,9 +238,9 @@ IdxArray read_idx_ubyte(const std::string& path, size_t expected_rank) {
     if (d == 0) throw Error(path + ": IDX dimension " + std::to_string(i) + " is zero");
     // Each factor is < 2^32 and the running product stays <= 2^31: no overflow.
     expected *= d;
-    if (expected > kMaxDataBytes)
+    if (expected > limit)
       throw Error(path + ": IDX dimensions " + shape_text + (i + 1 < rank ? " x ..." : "") +
-                  " exceed the limit of " + std::to_string(kMaxDataBytes) + " bytes");
+                  " exceed the limit of " + std::to_string(limit) + " bytes" + limit_note);
     array.dims.push_back(d);
   }
 
@@ -274,9 +248,9 @@ IdxArray read_idx_ubyte(const std::string& path, size_t expected_rank) {
   if (array.data.size() < expected)
     throw Error(path + ": truncated: expected " + std::to_string(expected) + " data bytes, found " +
                 std::to_string(array.data.size()) + end_note(*source));
-  const uint64_t extra = count_remaining(*source, kMaxDataBytes);
+  const uint64_t extra = count_remaining(*source, kMaxExtraCounted);
   if (extra > 0)
-    throw Error(path + ": " + (extra >= kMaxDataBytes ? "over " : "") + std::to_string(extra) +
+    throw Error(path + ": " + (extra >= kMaxExtraCounted ? "over " : "") + std::to_string(extra) +
                 " extra bytes after the " + std::to_string(expected) + " data bytes of a " + shape_text +
                 " array");
   // All data arrived but the gzip trailer (CRC-32 and length) did not: the

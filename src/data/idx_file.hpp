@@ -14,8 +14,15 @@ struct IdxArray {
   size_t count() const { return dims.empty() ? 0 : dims[0]; }
 };
 
-// Reads an unsigned-byte IDX file (type code 0x08). `expected_rank` is 1 for
-// labels and 3 for images; a different rank is an error.
-IdxArray read_idx_ubyte(const std::string& path, size_t expected_rank);
+// Far above any real IDX file (Fashion-MNIST's largest is 47 MB); a header that
+// claims more is corrupt, and is refused before anything is allocated or inflated.
+constexpr uint64_t kIdxMaxDataBytes = uint64_t{1} << 31;
+
+// Reads an unsigned-byte IDX file (type code 0x08), a regular file only (a
+// FIFO or device is refused without blocking). `expected_rank` is 1 for labels
+// and 3 for images; a different rank is an error. A header declaring more than
+// `max_data_bytes` (at most kIdxMaxDataBytes) is refused, saying `why_limited`.
+IdxArray read_idx_ubyte(const std::string& path, size_t expected_rank, uint64_t max_data_bytes = kIdxMaxDataBytes,
+                        const std::string& why_limited = "");
 
 }  // namespace ptrain

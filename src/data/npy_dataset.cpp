@@ -47,6 +47,11 @@ LoadedData NpyOptions::load() const {
     data.train = load_npy_dataset(train_features, train_labels, "npy-train", both);
     data.test = load_npy_dataset(test_features, test_labels, "npy-test", both);
   }
+  if (const auto why = test_set_mismatch(data.train, data.test)) {
+    const bool features = data.test.sample_shape() != data.train.sample_shape();
+    throw Error(features ? "data.test_features: " + test_features + ": " + *why
+                         : "data.test_labels: " + test_labels + ": " + *why);
+  }
   return data;
 }
 

@@ -1,14 +1,9 @@
 #include "data/npy_file.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +14,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/printable.hpp"
 
 namespace ptrain {
@@ -63,61 +59,6 @@ std::string number_text(T value) {
   char text[64];
   const auto result = std::to_chars(text, text + sizeof text, value);
   return std::string(text, result.ptr);
-}
-
-std::string file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(FileDescriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Opens a regular file for reading. The type is checked before opening, so a
-// FIFO or a device is refused without blocking or reading forever; the open
-// is non-blocking and the type checked again in case the path changed between.
-FileDescriptor open_regular_file(const std::string& path, uint64_t& size) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw Error(path + ": cannot open: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw Error(path + ": is " + file_kind(st.st_mode) + ", not a .npy file");
-  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (file.get() < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
-  if (::fstat(file.get(), &st) != 0) throw Error(path + ": cannot stat: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw Error(path + ": is " + file_kind(st.st_mode) + ", not a .npy file");
-  const int flags = ::fcntl(file.get(), F_GETFL);
-  if (flags >= 0) ::fcntl(file.get(), F_SETFL, flags & ~O_NONBLOCK);
-  size = static_cast<uint64_t>(st.st_size);
-  return file;
-}
-
-// Reads n bytes, or fewer at the end of the file; a read error is an Error.
-size_t read_fully(int fd, const std::string& path, void* dst, size_t n) {
-  auto* out = static_cast<char*>(dst);
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::read(fd, out + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) throw Error(path + ": read error: " + std::strerror(errno));
-    if (r == 0) break;
-    got += static_cast<size_t>(r);
-  }
-  return got;
 }
 
 // The value of a little-endian element, whatever the host's byte order.
@@ -373,13 +314,13 @@ size_t NpyArray::count() const {
 }
 
 NpyArray read_npy(const std::string& path) {
-  uint64_t file_bytes = 0;
-  const FileDescriptor file = open_regular_file(path, file_bytes);
+  InputFile file(path, "a .npy file");
+  const uint64_t file_bytes = file.size();
 
   // The preamble: magic, version, header length (2 bytes in 1.0, 4 later).
   std::array<uint8_t, 12> preamble{};
   const size_t got =
-      read_fully(file.get(), path, preamble.data(), std::min<uint64_t>(preamble.size(), file_bytes));
+      file.read(preamble.data(), std::min<uint64_t>(preamble.size(), file_bytes));
   if (std::memcmp(preamble.data(), kMagic.data(), std::min(got, kMagic.size())) != 0) {
     std::string start;
     for (size_t i = 0; i < std::min<size_t>(got, 6); ++i) {
@@ -414,10 +355,9 @@ NpyArray read_npy(const std::string& path) {
                 " bytes, found " + std::to_string(file_bytes - preamble_bytes));
 
   // The preamble read may have run past a version 1.0 one: go back.
-  if (::lseek(file.get(), static_cast<off_t>(preamble_bytes), SEEK_SET) < 0)
-    throw Error(path + ": cannot seek: " + std::strerror(errno));
+  file.seek(preamble_bytes);
   std::string header(header_bytes, '\0');
-  if (read_fully(file.get(), path, header.data(), header.size()) != header.size())
+  if (file.read(header.data(), header.size()) != header.size())
     throw Error(path +
                 ": truncated: the file ended inside the .npy header (did it shrink while being read?)");
 
@@ -459,13 +399,13 @@ NpyArray read_npy(const std::string& path) {
 
   // Safe to allocate: the size is that of the file itself.
   array.data.resize(static_cast<size_t>(data_bytes));
-  const size_t data_got = read_fully(file.get(), path, array.data.data(), array.data.size());
+  const size_t data_got = file.read(array.data.data(), array.data.size());
   if (data_got < data_bytes)
     throw Error(path + ": truncated: the " + described + " needs " + std::to_string(data_bytes) +
                 " data bytes, read only " + std::to_string(data_got) +
                 " (the file shrank while being read?)");
   std::byte extra{};
-  if (read_fully(file.get(), path, &extra, 1) != 0)
+  if (file.read(&extra, 1) != 0)
     throw Error(path + ": trailing bytes after the " + std::to_string(data_bytes) + " data bytes of the " +
                 described + " (the file grew while being read?)");
   return array;

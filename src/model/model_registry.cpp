@@ -8,6 +8,26 @@ std::unique_ptr<Model> make_model(const ModelChoice& choice, const ModelInput& i
   return std::visit([&](const auto& m) { return m.make(input); }, choice);
 }
 
+std::optional<ModelSize> size_before_making(const ModelChoice& choice, const ModelInput& input) {
+  return std::visit(
+      [&](const auto& m) -> std::optional<ModelSize> {
+        if constexpr (requires { m.parameters(input); }) return ModelSize{m.parameters(input), m.size_field};
+        else return std::nullopt;
+      },
+      choice);
+}
+
+double MlpOptions::parameters(const ModelInput& input) const {
+  double inputs = 1;
+  for (int64_t d : input.sample_shape) inputs *= static_cast<double>(d);
+  double count = 0, width = inputs;
+  for (int64_t h : hidden) {
+    count += width * static_cast<double>(h) + static_cast<double>(h);
+    width = static_cast<double>(h);
+  }
+  return count + width * input.classes + input.classes;
+}
+
 std::unique_ptr<Model> make_model(const ModelConfig& config, const std::vector<int64_t>& sample_shape, int classes) {
   auto choice = ModelRegistry::make(config.name);
   if (!choice) throw Error("model: " + ModelRegistry::unknown("model", config.name));

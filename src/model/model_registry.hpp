@@ -2,6 +2,7 @@
 // The models a run can choose (--model, the plan's `model`). Adding one is its
 // options struct (`name`, `fields`, `make(ModelInput)`) and one line below.
 #include <memory>
+#include <optional>
 
 #include "core/registry.hpp"
 #include "model/model_config.hpp"
@@ -14,6 +15,16 @@ using ModelRegistry = Registry<MlpOptions, CnnOptions, SoftmaxOptions, TorchScri
 using ModelChoice = ModelRegistry::Choice;
 
 std::unique_ptr<Model> make_model(const ModelChoice& choice, const ModelInput& input);
+
+// The parameters a model of `choice` has for `input`, and the field that makes
+// the count large ("hidden"), where its options can (the MLP's widths);
+// nothing for kinds whose size only the data (bounded by the data's own
+// memory) or a file decides.
+struct ModelSize {
+  double parameters = 0;
+  std::string field;
+};
+std::optional<ModelSize> size_before_making(const ModelChoice& choice, const ModelInput& input);
 
 // The older call: by name, with the MLP's widths. Throws ptrain::Error for an unknown name.
 std::unique_ptr<Model> make_model(const ModelConfig& config, const std::vector<int64_t>& sample_shape, int classes);

@@ -24,6 +24,10 @@ struct MlpOptions {
   }
   std::unique_ptr<Model> make(const ModelInput& input) const;
   ModelScript script(const ModelInput& input) const;
+  // The parameters make() would allocate (weights and biases), counted in a
+  // double so that no width overflows it; known before anything is allocated.
+  double parameters(const ModelInput& input) const;
+  static constexpr const char* size_field = "hidden";
 };
 
 struct CnnOptions {

@@ -2,19 +2,18 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace ptrain {
 
 Calibration calibrate_from_report(const std::string& path, const StepModelConfig& model) {
-  std::ifstream in(path);
-  if (!in) throw Error("--calibrate " + path + ": cannot open");
+  const std::string text = read_input_file(path, size_t{256} << 20, "a run report", "--calibrate " + path);
   nlohmann::json report;
   try {
-    report = nlohmann::json::parse(in);
+    report = nlohmann::json::parse(text);
   } catch (const std::exception&) {
     throw Error("--calibrate " + path + ": not JSON");
   }

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace ptrain {
 
@@ -37,8 +37,7 @@ double positive_number(const std::string& text, const std::string& where) {
 
 CodecCost load_codec_cost(const std::string& path, const std::string& codec, double parameters) {
   const std::string flag = "--codec-costs " + path;
-  std::ifstream in(path);
-  if (!in) throw Error(flag + ": cannot open");
+  std::istringstream in(read_input_file(path, size_t{64} << 20, "a CSV file", flag));
   std::string line;
   std::getline(in, line);
   const auto header = split_fields(line);

@@ -30,16 +30,18 @@ std::string to_string(ExchangeKind kind) {
 }
 
 void validate_step_model(const StepModelConfig& c) {
-  auto positive = [](double v, const char* flag) {
-    if (!(v > 0) || !std::isfinite(v)) throw Error(fmt::format("{} must be > 0 (got {})", flag, v));
+  // Bounded far past any machine, so that every figure the model computes is finite.
+  auto positive = [](double v, const char* flag, double most, const char* unit) {
+    if (!(v > 0) || !(v <= most))
+      throw Error(fmt::format("{} must be > 0 and at most {:g}{} (got {:g}{})", flag, most, unit, v, unit));
   };
-  positive(c.parameters, "--parameters");
-  positive(c.compute_per_sample_s, "--compute-per-sample");
-  positive(c.bandwidth_bits_s, "--bandwidth");
-  positive(c.bytes_per_value, "--bytes-per-value");
-  positive(c.sparse_bytes_per_value, "--sparse-bytes-per-value");
-  if (!(c.latency_s >= 0) || !std::isfinite(c.latency_s))
-    throw Error(fmt::format("--latency must be >= 0 (got {})", c.latency_s));
+  positive(c.parameters, "--parameters", 1e15, "");
+  positive(c.compute_per_sample_s, "--compute-per-sample", 1e6, " s");
+  positive(c.bandwidth_bits_s, "--bandwidth", 1e18, " bit/s");
+  positive(c.bytes_per_value, "--bytes-per-value", 64, "");
+  positive(c.sparse_bytes_per_value, "--sparse-bytes-per-value", 64, "");
+  if (!(c.latency_s >= 0) || !(c.latency_s <= 1e6))
+    throw Error(fmt::format("--latency must be >= 0 and at most 1e6 s (got {:g} s)", c.latency_s));
   if (!(c.backward_fraction >= 0 && c.backward_fraction <= 1))
     throw Error(fmt::format("--backward-fraction must be in [0, 1] (got {})", c.backward_fraction));
   if (!(c.density > 0 && c.density <= 1)) throw Error(fmt::format("--density must be in (0, 1] (got {})", c.density));

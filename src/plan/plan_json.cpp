@@ -1,12 +1,9 @@
 #include "plan/plan_json.hpp"
 
-#include <sys/stat.h>
-
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace ptrain {
 
@@ -157,17 +154,10 @@ RunPlan plan_from_json(const json& j, RunPlan plan, const std::string& where, Pr
 }
 
 RunPlan read_plan_file(const std::string& path) {
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) throw Error("plan file " + path + ": no such file");
-  if (!S_ISREG(st.st_mode)) throw Error("plan file " + path + ": not a regular file");
-  if (st.st_size > (64 << 20)) throw Error("plan file " + path + ": larger than 64 MiB, not a plan");
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in && !in.eof()) throw Error("plan file " + path + ": cannot be read");
+  const std::string text = read_input_file(path, size_t{64} << 20, "a plan file", "plan file " + path);
   json j;
   try {
-    j = json::parse(text.str(), nullptr, true, /*ignore_comments=*/true);
+    j = json::parse(text, nullptr, true, /*ignore_comments=*/true);
   } catch (const json::exception& e) {  // a syntax error, or a number no double holds (1e999)
     throw Error("plan file " + path + ": not valid JSON (" + std::string(e.what()) + ")");
   }

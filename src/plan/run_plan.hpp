@@ -73,14 +73,14 @@ struct RunControls {
           "is worker r x local_workers + t); strategy hybrid",
           Range::between(1, 256));
     visit("batch", s.batch, "mini-batch size per worker", Range::at_least(1));
-    visit("epochs", s.epochs, "passes over the training set (fractions allowed)", Range::positive());
+    visit("epochs", s.epochs, "passes over the training set (fractions allowed)", Range{0, 1e6, true, false});
     visit("max_steps", s.max_steps, "stop after this many steps per worker (0: no limit)", Range{});
     visit("seed", s.seed, "seed for data order, initial weights and codecs", Range{});
     visit("time_limit", s.time_limit, "stop after this many seconds of training (0: no limit)",
           Range::between(0, 1e9));
     visit("log_every", s.log_every, "record the loss every k steps", Range::at_least(1));
     visit("comm_timeout", s.comm_timeout, "seconds a worker waits for the others before failing",
-          Range{0, 1e6, true, false});
+          Range::between(0.001, 1e6));
     visit("threads_per_worker", s.threads_per_worker, "LibTorch and OpenBLAS threads per worker",
           Range::between(1, 1024));
     visit("device", s.device,

@@ -10,10 +10,12 @@
 #include "core/thread_affinity.hpp"
 #include "model/device_support.hpp"
 #include "model/model_registry.hpp"
+#include "run/memory_check.hpp"
 #include "run/resume.hpp"
 #include "run/save_model.hpp"
 #include "run/shared_memory_run.hpp"
 #include "run/train_config.hpp"
+#include "train/checkpoint_store.hpp"
 
 namespace ptrain {
 
@@ -23,9 +25,7 @@ namespace {
 LoadedData load_data(const RunPlan& plan, const RunInputs& inputs,
                      std::optional<Standardization>& standardization) {
   LoadedData data = inputs.data ? *inputs.data : std::visit([](const auto& d) { return d.load(); }, plan.data);
-  if (data.train.sample_shape() != data.test.sample_shape() || data.train.num_classes() != data.test.num_classes() ||
-      data.train.label_shape() != data.test.label_shape())
-    throw Error("data: the training and test sets differ in sample shape, target shape or classes");
+  if (const auto why = test_set_mismatch(data.train, data.test)) throw Error("data: " + *why);
   if (plan.data_controls.train_samples > 0) data.train = data.train.head(plan.data_controls.train_samples);
   // Token ids (language modelling) are names, not measurements: never standardised.
   if (plan.data_controls.standardize && data.train.task() == Task::Classification) {
@@ -70,6 +70,13 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   if (parse_compute_device(plan.run.device))
     if (const std::string why = device_unavailable(device); !why.empty())
       problems.add("run.device", plan.run.device + ": " + why);
+  if (!plan.run.checkpoint_dir.empty()) {
+    try {
+      CheckpointStore::check_writable(plan.run.checkpoint_dir);
+    } catch (const Error& e) {
+      problems.add("run.checkpoint_dir", std::string(": ") + e.what());
+    }
+  }
   problems.throw_if_any();
   set_compute_threads(plan.run.threads_per_worker);
   prepare_device(device);
@@ -84,6 +91,9 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   std::optional<Standardization> standardization;
   const LoadedData data = load_data(plan, inputs, standardization);
   const ModelInput input{data.train.sample_shape(), data.train.num_classes(), data.train.label_shape(), plan.run.seed};
+  Problems memory;
+  check_memory(plan, input, world.backend == Backend::Local ? world.workers : world.local_workers, !inputs.model, memory);
+  memory.throw_if_any();
   // Threads spread over the GPUs by worker, ranks by their place on their host.
   const int gpus = device.cuda ? visible_gpus() : 0;
   const ModelFactory factory = [&](int worker) -> std::unique_ptr<Model> {
@@ -102,12 +112,14 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   start.test_samples = data.test.size();
   start.task = data.train.task();
   start.world = &world;
+  if (resume) start.resumed_from = resume->manifest;
   if (callbacks.on_start && world.reports()) callbacks.on_start(start);
 
   TrainConfig config = train_config(plan, world.workers);
   config.resume = resume;
   config.resume_dir = inputs.resume;
-  TrainCallbacks train_callbacks{callbacks.on_progress, callbacks.on_epoch_end};
+  TrainCallbacks train_callbacks{callbacks.on_progress, callbacks.on_epoch_end, callbacks.on_step,
+                                 callbacks.on_checkpoint};
   RunResult result;
   if (const auto shm = shared_memory_config(plan.strategy)) {
     result = run_shared_memory(plan, *shm, world.workers, data.train, data.test, factory, callbacks);

@@ -34,12 +34,15 @@ struct RunStart {
   size_t train_samples = 0, test_samples = 0;
   Task task = Task::Classification;
   const World* world = nullptr;
+  std::string resumed_from;  // the checkpoint's manifest ("": not resumed)
 };
 
 struct RunCallbacks {
   std::function<void(const RunStart&)> on_start;
   std::function<void(const Progress&)> on_progress;       // from worker 0, every few steps
   std::function<void(const EpochMetrics&)> on_epoch_end;  // after evaluation
+  std::function<void(const StepDone&)> on_step;           // from worker 0, after every step
+  std::function<void(const CheckpointDone&)> on_checkpoint;  // from worker 0, once it sees the commit
   // Shared-memory strategies: each check of the shared model's training loss
   // (the first on the initial model), with the updates and seconds so far.
   std::function<void(const LossCheck&)> on_loss_check;

@@ -63,6 +63,16 @@ World make_world(const RunPlan& plan) {
   if (world.backend == Backend::Local) {
     world.transport = "threads of one process (no network)";
     world.workers = run.workers > 0 ? run.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // Each worker and shard is a thread with a model replica; past this a
+    // process runs out of threads or memory before training (std::system_error
+    // or std::bad_alloc, not an error that says why).
+    if (world.workers > kMaxThreads)
+      throw Error(fmt::format("run.workers {}: more threads than the {} one process runs (more workers run as MPI "
+                              "ranks under mpirun)",
+                              world.workers, kMaxThreads));
+    if (world.workers + world.servers > kMaxThreads)
+      throw Error(fmt::format("strategy.servers {}: with {} workers, more threads than the {} one process runs",
+                              world.servers, world.workers, kMaxThreads));
     return world;
   }
   if (!distributed(plan.strategy))

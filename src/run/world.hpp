@@ -44,11 +44,15 @@ struct World {
   std::string description() const;
 };
 
+// The most threads (workers and server shards) a run on the local backend has.
+constexpr int kMaxThreads = 1024;
+
 // Resolves run.backend and run.workers (0: one per core, or the ranks mpirun
 // started less the servers, times run.local_workers) and checks them against
 // the strategy: a strategy that runs only as threads is refused under mpirun
-// at once, as are more workers than ranks, and worker threads in ranks without
-// mpirun. Throws ptrain::Error naming the plan's field.
+// at once, as are more workers than ranks, worker threads in ranks without
+// mpirun, and more than kMaxThreads threads. Throws ptrain::Error naming the
+// plan's field.
 World make_world(const RunPlan& plan);
 
 }  // namespace ptrain

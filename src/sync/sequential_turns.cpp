@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/wait_deadline.hpp"
 
 namespace ptrain {
 
@@ -56,8 +57,9 @@ float SequentialTurns::step(const Batch& batch, const StepInfo& info) {
   const uint64_t my_turn =
       local_step_++ * static_cast<uint64_t>(group_.workers_) + static_cast<uint64_t>(comm_.rank());
   std::unique_lock lock(group_.mutex_);
-  const bool ready = group_.turn_changed_.wait_for(
-      lock, group_.turn_timeout_, [&] { return group_.turn_ == my_turn || group_.aborted_; });
+  const bool ready = WaitDeadline(group_.turn_timeout_).wait(group_.turn_changed_, lock, [&] {
+    return group_.turn_ == my_turn || group_.aborted_;
+  });
   if (group_.aborted_) throw Error(group_.abort_reason_);
   if (!ready)
     throw Error(
@@ -82,11 +84,12 @@ float SequentialTurns::step(const Batch& batch, const StepInfo& info) {
   return loss;
 }
 
-std::string SequentialTurns::agree_on_divergence(Communicator&, const std::string&) {
+std::string SequentialTurns::agree_to_stop(Communicator&, const std::string&) {
   const uint64_t step_done = local_step_ * static_cast<uint64_t>(group_.workers_);
   std::unique_lock lock(group_.mutex_);
-  const bool ready = group_.turn_changed_.wait_for(
-      lock, group_.turn_timeout_, [&] { return group_.turn_ >= step_done || group_.aborted_; });
+  const bool ready = WaitDeadline(group_.turn_timeout_).wait(group_.turn_changed_, lock, [&] {
+    return group_.turn_ >= step_done || group_.aborted_;
+  });
   if (group_.aborted_) throw Error(group_.abort_reason_);
   if (!ready)
     throw Error(fmt::format("sequential: worker {} timed out after {:g} s waiting for the turns of its step {}: "

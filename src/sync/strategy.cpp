@@ -17,7 +17,7 @@ std::string diverged_loss(int worker, float loss, uint64_t step) {
                      step);
 }
 
-std::string WorkerStrategy::agree_on_divergence(Communicator& comm, const std::string& mine) {
+std::string WorkerStrategy::agree_to_stop(Communicator& comm, const std::string& mine) {
   float any = mine.empty() ? 0.0f : 1.0f;
   comm.allreduce(std::span(&any, 1));
   if (any == 0) return {};

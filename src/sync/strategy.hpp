@@ -36,11 +36,12 @@ class WorkerStrategy {
   // This worker failed: true when the run goes on without it (async), after
   // telling whoever waits for it; false when the failure ends the run.
   virtual bool leave() { return false; }
-  // Lockstep strategies, after every step: whether any worker diverged at the
-  // step every worker just took, and the first one's reason ("": none), the
-  // same on every worker. `mine`: this worker's reason. By default every
-  // worker is asked (an all-reduce of one value on `comm`).
-  virtual std::string agree_on_divergence(Communicator& comm, const std::string& mine);
+  // Lockstep strategies, after every step: whether any worker must stop the
+  // run at the step every worker just took (it diverged, or its checkpoint
+  // failed), and the first one's reason ("": none), the same on every worker.
+  // `mine`: this worker's reason. By default every worker is asked (an
+  // all-reduce of one value on `comm`).
+  virtual std::string agree_to_stop(Communicator& comm, const std::string& mine);
   // This worker's training diverged at its last step (a non-finite loss; it
   // pushed nothing). Lockstep strategies need nothing: the trainer stops every
   // worker at that step. The others end the epoch early for everyone (ssp,

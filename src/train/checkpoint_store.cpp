@@ -1,9 +1,12 @@
 #include "train/checkpoint_store.hpp"
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +16,9 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/state_stream.hpp"
+#include "core/wait_deadline.hpp"
 
 namespace ptrain {
 
@@ -73,6 +78,21 @@ std::span<const std::byte> unsealed(std::string_view magic, std::span<const std:
   return file.subspan(magic.size(), file.size() - magic.size() - sizeof stored);
 }
 
+// Writes one of a checkpoint's files (complete or absent); a full disk is
+// named as such, with the directory to free or change.
+void write_checkpoint_file(const std::string& dir, const std::string& path, std::span<const std::byte> bytes,
+                           bool sync_directory) {
+  try {
+    write_file_atomically(path, bytes, "checkpoint " + path, sync_directory);
+  } catch (const WriteError& e) {
+    if (!e.no_space()) throw;
+    throw Error(
+        fmt::format("checkpoint directory {}: no space left on device for {} ({} bytes); the checkpoints "
+                    "before it are intact: resume once there is room, or into another run.checkpoint_dir",
+                    dir, fs::path(path).filename().string(), bytes.size()));
+  }
+}
+
 }  // namespace
 
 CheckpointStore::CheckpointStore(std::string dir, int keep) : dir_(std::move(dir)), keep_(std::max(keep, 1)) {
@@ -88,6 +108,22 @@ CheckpointStore::CheckpointStore(std::string dir, int keep, NoCreate) : dir_(std
 
 CheckpointStore CheckpointStore::existing(std::string dir) { return CheckpointStore(std::move(dir), 1, NoCreate{}); }
 
+void CheckpointStore::check_writable(const std::string& dir) {
+  const std::string label = "checkpoint directory " + dir;
+  if (dir.empty()) throw Error("checkpoint directory: empty path");
+  // The directory, or the nearest one above it that is there (where it would be made).
+  fs::path there = fs::absolute(dir);
+  std::error_code ec;
+  while (!fs::exists(fs::symlink_status(there, ec)) && there.has_parent_path() && there != there.parent_path())
+    there = there.parent_path();
+  struct stat st {};
+  if (::stat(there.c_str(), &st) != 0)
+    throw Error(fmt::format("{}: {} cannot be reached ({})", label, there.string(), std::strerror(errno)));
+  if (!S_ISDIR(st.st_mode))
+    throw Error(fmt::format("{}: {} is {}, not a directory", label, there.string(), file_kind(st.st_mode)));
+  check_output_path((there / ".ptrain-checkpoint").string(), label);  // makes a file there, and removes it
+}
+
 std::string CheckpointStore::manifest_path(uint64_t step) const {
   return (fs::path(dir_) / fmt::format("step-{:012}.ckpt", step)).string();
 }
@@ -101,7 +137,7 @@ CheckpointPart CheckpointStore::write_part(uint64_t step, uint64_t run, int rank
   const std::vector<std::byte> file = sealed(kPartMagic, state);
   const std::string path = part_path(step, run, rank);
   // The directory is flushed once, by the commit, for every part.
-  write_file_atomically(path, file, "checkpoint " + path, /*sync_directory=*/false);
+  write_checkpoint_file(dir_, path, file, /*sync_directory=*/false);
   return {file.size(), trailer_crc(file)};
 }
 
@@ -109,13 +145,13 @@ std::vector<CheckpointPart> CheckpointStore::wait_for_parts(uint64_t step, uint6
                                                             std::chrono::milliseconds timeout,
                                                             const std::function<bool()>& give_up) const {
   std::vector<CheckpointPart> parts(static_cast<size_t>(workers));
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  WaitDeadline deadline(timeout);
   for (int r = 0; r < workers; ++r) {
     const std::string path = part_path(step, run, r);
     // A part is renamed into place whole, after it is flushed: once it is there, it is all there.
     while (!fs::exists(path)) {
       if (give_up && give_up()) throw Error(fmt::format("checkpoint at step {}: abandoned", step));
-      if (std::chrono::steady_clock::now() > deadline)
+      if (deadline.passed())
         throw Error(fmt::format("checkpoint at step {}: worker {}'s part did not appear in {} within {:g} s", step, r,
                                 dir_, static_cast<double>(timeout.count()) / 1000));
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -135,7 +171,7 @@ void CheckpointStore::commit(uint64_t step, uint64_t run, const std::string& pla
   w.put_text("plan", plan_json);
   w.put("parts", parts);
   const std::string path = manifest_path(step);
-  write_file_atomically(path, sealed(kManifestMagic, w.bytes()), "checkpoint " + path);
+  write_checkpoint_file(dir_, path, sealed(kManifestMagic, w.bytes()), /*sync_directory=*/true);
 
   // Keep the newest `keep`; then drop every part no kept manifest names.
   std::vector<uint64_t> steps = committed_steps();
@@ -157,6 +193,27 @@ void CheckpointStore::commit(uint64_t step, uint64_t run, const std::string& pla
     const uint64_t s = std::stoull(m[1].str());
     if (s <= step && !kept.contains(s)) fs::remove(entry.path(), ec);
   }
+}
+
+size_t CheckpointStore::remove_leftovers() const {
+  // ptrain's own names only: a part, and the hidden temporary file of a part or a manifest.
+  static const std::regex part_name(R"(step-(\d{12})\.[0-9a-f]{16}\.rank-\d+\.part)");
+  static const std::regex temporary_name(
+      R"(\.step-\d{12}\.(ckpt|[0-9a-f]{16}\.rank-\d+\.part)\.[A-Za-z0-9]{6})");
+  const std::vector<uint64_t> steps = committed_steps();
+  const std::set<uint64_t> committed(steps.begin(), steps.end());
+  std::vector<fs::path> leftovers;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, temporary_name) ||
+        (std::regex_match(name, m, part_name) && !committed.contains(std::stoull(m[1].str()))))
+      leftovers.push_back(entry.path());
+  }
+  size_t removed = 0;
+  for (const auto& path : leftovers) removed += fs::remove(path, ec) ? 1 : 0;
+  return removed;
 }
 
 std::vector<uint64_t> CheckpointStore::committed_steps() const {

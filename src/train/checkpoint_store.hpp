@@ -39,6 +39,11 @@ class CheckpointStore {
   CheckpointStore(std::string dir, int keep);
   // For reading: `dir` must exist already (resuming never creates it).
   static CheckpointStore existing(std::string dir);
+  // Before a run: throws ptrain::Error "checkpoint directory <dir>: ..." when
+  // checkpoints could not be written there (it is a file, a FIFO or a device,
+  // or nothing can be created in it or, where it is missing, in the directory
+  // it would be made in). Creates nothing.
+  static void check_writable(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
   std::string manifest_path(uint64_t step) const;
@@ -54,6 +59,11 @@ class CheckpointStore {
   // Commits the checkpoint at `step` once every part is written, then removes
   // all but the newest `keep` checkpoints (and parts no manifest names).
   void commit(uint64_t step, uint64_t run, const std::string& plan_json, std::span<const CheckpointPart> parts) const;
+
+  // Removes what a run that failed or was killed left behind: temporary files
+  // and parts of a checkpoint that was never committed (no manifest of their
+  // step). Only while no worker writes here. Returns how many it removed.
+  size_t remove_leftovers() const;
 
   // The newest intact checkpoint (nullopt: none). Each newer one skipped is
   // reported through `skipped` as one line naming the file and the damage.

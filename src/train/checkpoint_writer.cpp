@@ -1,5 +1,7 @@
 #include "train/checkpoint_writer.hpp"
 
+#include <fmt/format.h>
+
 namespace ptrain {
 
 CheckpointWriter::CheckpointWriter(const CheckpointStore& store, int rank, int workers, uint64_t run,
@@ -24,18 +26,30 @@ CheckpointWriter::~CheckpointWriter() {
 
 void CheckpointWriter::wait_idle(std::unique_lock<std::mutex>& lock) {
   changed_.wait(lock, [&] { return !job_ && !busy_; });
-  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 void CheckpointWriter::submit(uint64_t step, std::vector<std::byte> state) {
   std::unique_lock lock(mutex_);
   wait_idle(lock);
+  if (!failure_.empty()) return;
   job_.emplace(step, std::move(state));
   changed_.notify_all();
 }
 
 void CheckpointWriter::finish() {
   std::unique_lock lock(mutex_);
+  wait_idle(lock);
+}
+
+std::string CheckpointWriter::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+void CheckpointWriter::abandon() {
+  std::unique_lock lock(mutex_);
+  abandoned_ = true;
+  job_.reset();
   wait_idle(lock);
 }
 
@@ -60,15 +74,17 @@ void CheckpointWriter::loop() {
         // A worker that failed before handing its part over never will.
         const auto parts = store_.wait_for_parts(step, run_, workers_, timeout_, [this] {
           std::lock_guard stop(mutex_);
-          return stopping_ && std::chrono::steady_clock::now() - stopped_at_ > std::chrono::seconds(5);
+          return abandoned_ ||
+                 (stopping_ && std::chrono::steady_clock::now() - stopped_at_ > std::chrono::seconds(5));
         });
         store_.commit(step, run_, plan_json_, parts);
       }
       lock.lock();
       if (rank_ == 0) ++committed_;
-    } catch (...) {
+    } catch (const std::exception& e) {
       if (!lock.owns_lock()) lock.lock();
-      if (!error_) error_ = std::current_exception();
+      if (failure_.empty())
+        failure_ = fmt::format("checkpoint of step {} on worker {}: {}", step, rank_, e.what());
     }
     busy_ = false;
     changed_.notify_all();

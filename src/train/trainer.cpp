@@ -38,6 +38,7 @@ class FirstError {
     message_ = message;
     training_ = training;
   }
+  bool any() const { return !message_.empty(); }
   void throw_if_any() const {
     if (message_.empty()) return;
     if (training_) throw InterruptedError(message_);
@@ -171,6 +172,16 @@ class CheckpointClock {
   uint64_t last_all_steps_ = 0;
 };
 
+// The first worker's non-empty `mine` ("": none), on every worker.
+std::string first_reason(Communicator& comm, const std::string& mine) {
+  for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span(mine.data(), mine.size()))))
+    if (!bytes.empty()) return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+  return {};
+}
+
+// How a worker whose checkpoint failed says so when the workers agree to stop after a step.
+constexpr std::string_view kCheckpointFailedMark = "checkpoint failed: ";
+
 // The steps all workers took together.
 uint64_t steps_of_all(Communicator& comm, uint64_t mine) {
   uint64_t all = 0;
@@ -230,7 +241,8 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
                 Communicator* with_servers, const TrainCallbacks& callbacks, RunResult& result, bool& began) {
   const int rank = comm.rank(), workers = comm.size();
   std::unique_ptr<StragglerModel> straggler;
-  if (rank == config.straggler_rank) straggler = std::make_unique<StragglerModel>(replica, config.straggler_factor);
+  if (rank == config.straggler_rank)  // sleeps past twice the timeout only delay the end
+    straggler = std::make_unique<StragglerModel>(replica, config.straggler_factor, 2 * config.comm_timeout);
   Model& model = straggler ? *straggler : replica;
   auto side = with_servers ? strategy.for_worker_with_servers(model, comm, *with_servers)
                            : strategy.for_worker(model, comm);
@@ -302,6 +314,8 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   std::unique_ptr<CheckpointWriter> writer;
   if (!config.checkpoint.dir.empty()) {
     store = std::make_unique<CheckpointStore>(config.checkpoint.dir, config.checkpoint.keep);
+    // What a failed run left; the others write nothing before the broadcast below.
+    if (rank == 0) store->remove_leftovers();
     // This run's name for its parts, the same on every worker.
     uint64_t run_id = rank == 0 ? (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}() : 0;
     comm.broadcast(std::as_writable_bytes(std::span(&run_id, 1)), 0);
@@ -309,6 +323,29 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
                                                 config.comm_timeout);
   }
   CheckpointClock checkpoint_clock(config.checkpoint.every, comm);
+  // Worker 0 tells of each commit once it sees it: one checkpoint is in
+  // flight at a time, so the commit counter says when that one is on disk.
+  size_t announced = 0;
+  CheckpointDone in_flight;
+  auto announce_commits = [&] {
+    if (rank != 0 || !writer || !callbacks.on_checkpoint || writer->committed() == announced) return;
+    announced = writer->committed();
+    callbacks.on_checkpoint(in_flight);
+  };
+  // After a checkpoint failed, every worker at the same step: the writers
+  // finish what they write, worker 0 removes what the checkpoint left and
+  // ends the run; the others wait for that (under mpirun its abort ends them),
+  // so that the error is said once.
+  auto stop_after_failed_checkpoint = [&](const std::string& why) {
+    writer->abandon();
+    comm.barrier();
+    if (rank == 0) {
+      store->remove_leftovers();
+      throw CheckpointFailed(why);
+    }
+    comm.barrier();  // completes never: worker 0 has left
+    throw CheckpointFailed(why);
+  };
   const bool lockstep = side->lockstep();
   Stopwatch epoch_clock;
   auto epoch_seconds = [&] { return epoch_seconds_before + epoch_clock.seconds(); };
@@ -329,6 +366,8 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     if (rank == 0) save_result(w, result);
     if (with_servers) comm.barrier();  // no step before worker 0 has the shards' state
     writer->submit(key, w.take());  // written and committed while training goes on
+    announce_commits();             // the one before, which submit() waited for
+    in_flight = {step, store->manifest_path(key)};
   };
   bool left = false;
   std::string left_why;
@@ -351,7 +390,15 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
                             workers};
         const float loss = side->step(batch, info);
         std::string why = divergence(rank, loss, step + 1, side->codec_stats().saturated, saturated);
-        if (lockstep) why = side->agree_on_divergence(comm, why);  // the same on every worker
+        // A checkpoint that failed (a full disk) stops the run at once, not an interval on.
+        const std::string failed = writer ? writer->failure() : std::string();
+        if (lockstep) {  // the same on every worker
+          why = side->agree_to_stop(comm, failed.empty() ? why : std::string(kCheckpointFailedMark) + failed);
+          if (why.starts_with(kCheckpointFailedMark))
+            stop_after_failed_checkpoint(why.substr(kCheckpointFailedMark.size()));
+        }
+        // Where the workers do not agree on it here: one process (threads), or mpirun ends the job.
+        if (!failed.empty()) throw CheckpointFailed(failed);
         if (!why.empty()) {
           // Lockstep: every worker stops here. The others stop the epoch
           // early, or leave while the others go on (async).
@@ -370,6 +417,9 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
         if (rank == 0) result.step_seconds.push_back(static_cast<float>(result.train_seconds + epoch_seconds()));
         ++step;
         running += loss;
+        if (rank == 0 && callbacks.on_step)
+          callbacks.on_step(StepDone{step, epoch + 1, loss, result.step_seconds.back()});
+        announce_commits();
         const size_t b = losses.size();
         // Inside the epoch; an epoch that --max-steps cuts short stays open
         // in its checkpoint, so that a longer run resumed from it completes it.
@@ -383,6 +433,8 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
               t > 0 ? static_cast<double>(b * config.batch * static_cast<size_t>(workers)) / t : 0});
         }
       }
+    } catch (const CheckpointFailed&) {
+      throw;  // the run's, not this worker's: nobody goes on
     } catch (const std::exception& e) {
       // Asynchronous strategies go on without a failed worker; the others end
       // the run, with an error that names the worker.
@@ -464,6 +516,9 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   }
   if (writer) {  // the last checkpoint on disk and committed before the run returns
     writer->finish();
+    const std::string failed = first_reason(comm, writer->failure());
+    if (!failed.empty()) stop_after_failed_checkpoint(failed);
+    announce_commits();
     if (rank == 0) result.checkpoints = writer->committed();
   }
   comm.barrier();
@@ -583,6 +638,13 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
         },
         [&, s] { stop_everyone(fmt::format("stopped because server shard {} failed", s)); }));
   for (auto& t : threads) t.join();
+  // Every writer is done: what a failed run wrote of a checkpoint it never committed goes.
+  if (first_error.any() && !config.checkpoint.dir.empty()) {
+    try {
+      CheckpointStore(config.checkpoint.dir, config.checkpoint.keep).remove_leftovers();
+    } catch (const std::exception&) {  // best effort: the run's own error says more
+    }
+  }
   first_error.throw_if_any();
   finish(config, result);
   result.wall_seconds = wall.seconds();

@@ -127,9 +127,27 @@ struct Progress {
   double samples_per_s = 0;
 };
 
+// One step of worker 0 done.
+struct StepDone {
+  size_t step = 0;     // worker 0's steps in the run so far (those before a resume included)
+  size_t epoch = 0;    // 1-based
+  float loss = 0;      // worker 0's loss of this step
+  double seconds = 0;  // training time so far, evaluation excluded
+};
+
+// A checkpoint committed to disk: resuming from it goes on after worker 0's `step`.
+struct CheckpointDone {
+  size_t step = 0;
+  std::string manifest;
+};
+
 struct TrainCallbacks {
   std::function<void(const Progress&)> on_progress;       // from worker 0, every few steps
   std::function<void(const EpochMetrics&)> on_epoch_end;  // after evaluation
+  std::function<void(const StepDone&)> on_step;           // from worker 0, after every step
+  // From worker 0 when it next looks after the commit (its next step, its next
+  // checkpoint, or the end of the run).
+  std::function<void(const CheckpointDone&)> on_checkpoint;
 };
 
 // A replica for worker `worker` (which tells its device), or, given

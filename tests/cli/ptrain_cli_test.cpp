@@ -31,7 +31,7 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--lr -0.5", "--lr must be > 0"},
       {"--workers -1", "--workers must be >= 0 (got -1)"},
       {"--workers many", "--workers: expected an integer, got 'many'"},
-      {"--epochs -1", "--epochs must be > 0 (got -1)"},
+      {"--epochs -1", "--epochs must be in (0, 1e+06] (got -1)"},
       {"--batch -1", "--batch: must not be negative, got '-1'"},
       {"--model resnet9000", "--model: unknown model 'resnet9000'"},
       {"--strategy gossip", "--strategy: unknown strategy 'gossip'"},
@@ -61,8 +61,9 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--hidden 128,,64", "--hidden: expected positive integers separated by commas, got '128,,64'"},
       {"--momentum 1.5 --optimizer momentum", "--momentum must be in [0, 1) (got 1.5)"},
       {"--weight-decay -1", "--weight-decay must be >= 0 (got -1)"},
-      {"--comm-timeout inf", "--comm-timeout must be in (0, 1e+06] (got inf)"},
-      {"--comm-timeout 1e300", "--comm-timeout must be in (0, 1e+06] (got 1e+300)"},
+      {"--comm-timeout inf", "--comm-timeout must be in [0.001, 1e+06] (got inf)"},
+      {"--comm-timeout 1e300", "--comm-timeout must be in [0.001, 1e+06] (got 1e+300)"},
+      {"--epochs 1e300", "--epochs must be in (0, 1e+06] (got 1e+300)"},
       {"--data " + empty.path().string(), "missing train-images-idx3-ubyte"},
       {"--data /no/such/dir", "/no/such/dir"},
       {"--report /no/such/dir/r.json", "--report /no/such/dir/r.json"},
@@ -75,7 +76,7 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--strategy hogwild --device cuda", "--device cuda: the hogwild strategy is a CPU algorithm"},
       {"--model softmax --device cuda:0", "--device cuda:0: model softmax is ptrain's own CPU code"},
       // Every problem at once, on one line.
-      {"--lr 0 --epochs 0 --batch 0", "--lr must be > 0 (got 0); --batch must be at least 1 (got 0); --epochs must be > 0"},
+      {"--lr 0 --epochs 0 --batch 0", "--lr must be > 0 (got 0); --batch must be at least 1 (got 0); --epochs must be in (0, 1e+06]"},
   };
   for (const auto& c : cases) {
     const Outcome o = run_ptrain("train " + c.args);
@@ -84,6 +85,45 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
     EXPECT_NE(o.err.find("ptrain: error: "), std::string::npos) << c.args << ": " << o.err;
     EXPECT_NE(o.err.find(c.expected), std::string::npos) << c.args << ": " << o.err;
   }
+}
+
+// Found by tools/bad_inputs.sh (docs/bad_inputs.md): empty paths taken as
+// "none" (no report, no model saved, silently), negative counts read as 2^64 - 1
+// by CLI11 (simulate --workers -1 never ended), thread counts no process runs
+// (bench allreduce --ranks 100000 aborted), and CSV files written through a
+// symlink or replacing a device.
+TEST(PtrainCli, EveryCommandRefusesEmptyPathsHugeCountsAndOutputsItMustNotWrite) {
+  test::ScratchDir dir;
+  test::write_bytes(dir.file("target"), {'k', 'e', 'e', 'p'});
+  std::filesystem::create_symlink(dir.file("target"), dir.file("link.csv"));
+  const std::string bench = "bench compress --sizes 4096 --iters 1 --warmup 0 ";
+  test::expect_one_line_errors({
+      {"train --report ''", "--report: an empty path"},
+      {"train --save ''", "--save: an empty path"},
+      {"train --data ''", "--data: an empty path"},
+      {"train --config ''", "--config: an empty path"},
+      {"train --checkpoint-dir ''", "--checkpoint-dir: an empty path"},
+      {"eval --model ''", "--model: an empty path"},
+      {"train --workers 100000", "--workers 100000: more threads than the 1024 one process runs"},
+      {"shm --threads -1", "--threads: Value -1 not in range 1 to 1024"},
+      {"simulate --workers -1", "--workers: Value -1 not in range 1 to 1048576"},
+      {"simulate --workers 10000000000000", "--workers: Value 10000000000000 not in range"},
+      {"simulate --batch -1", "--batch: Value -1 not in range"},
+      {"simulate --latency 1e300", "--latency must be >= 0 and at most 1e6 s"},
+      {"simulate --parameters 1e300", "--parameters must be > 0 and at most 1e+15"},
+      {"simulate --calibrate " + dir.file("target") + " --calibrate-bandwidth nan",
+       "--calibrate-bandwidth must be > 0 and at most 1e9 Gbit/s (got nan)"},
+      {"sweep --threads -1 --csv " + dir.file("s.csv"), "--threads: Value -1 not in range 1 to 1024"},
+      {"sweep --repetitions 2000000000 --csv " + dir.file("s.csv"), "--repetitions: Value 2000000000 not in range"},
+      {"bench allreduce --ranks 100000", "--ranks 100000: more threads than the 1024 one process runs"},
+      {"bench allreduce --ranks 2 --sizes 4KiB --algo pigeon", "--algo pigeon: unknown algorithm"},
+      {"bench allreduce --ranks 2 --sizes 4KiB --iters 1 --csv " + dir.file("link.csv"),
+       "--csv " + dir.file("link.csv") + ": is a symbolic link; not replaced"},
+      {bench + "--csv " + dir.file("link.csv"), "--csv " + dir.file("link.csv") + ": is a symbolic link; not replaced"},
+      {bench + "--csv /proc/c.csv", "--csv /proc/c.csv: cannot create a file in /proc"},
+  });
+  EXPECT_EQ(test::read_bytes(dir.file("target")), (std::vector<uint8_t>{'k', 'e', 'e', 'p'}));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("s.csv")));
 }
 
 TEST(PtrainCli, HelpListsEveryOptionWithItsDefault) {
@@ -498,6 +538,69 @@ TEST(PtrainCli, QuietPrintsNothingButStillReports) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.out, "");
   EXPECT_EQ(read_json(dir.file("r.json"))["summary"]["steps"], 5);
+}
+
+// --progress-lines: a JSON line per step of worker 0 and per committed
+// checkpoint, flushed at once, appended to by the run that resumes; its path
+// is checked like any output's.
+TEST(PtrainCli, ProgressLinesTellEachStepAndEachCommittedCheckpoint) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  test::ScratchDir dir;
+  const std::string progress = dir.file("p.jsonl"), ckpt = dir.file("ckpt");
+  // 15 steps an epoch; stopped after 12, with checkpoints at 5 and 10.
+  const Outcome first = run_ptrain(
+      "train -q --model softmax --workers 2 --epochs 1 --train-samples 1000 --max-steps 12 "
+      "--checkpoint-every 5 --checkpoint-dir " +
+      ckpt + " --progress-lines " + progress);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const Outcome resumed =
+      run_ptrain("train -q --max-steps 0 --resume " + ckpt + " --progress-lines " + progress);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  std::vector<nlohmann::json> events;
+  std::ifstream in(progress);
+  for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line));
+  std::vector<std::string> seen;  // "start", "step 1", "checkpoint 5", "end 12", ...
+  for (const auto& e : events) {
+    const std::string kind = e["event"];
+    if (kind == "step" || kind == "checkpoint" || kind == "end")
+      seen.push_back(kind + " " + std::to_string(e[kind == "end" ? "steps" : "step"].get<int>()));
+    else if (kind == "start")
+      seen.push_back(kind + " " +
+                     (e["resumed_from"].is_null() ? "new" : e["resumed_from"].get<std::string>()));
+    else
+      seen.push_back(kind);
+  }
+  std::vector<std::string> expected = {"start new"};
+  for (int s = 1; s <= 12; ++s) {
+    expected.push_back("step " + std::to_string(s));
+    // Committed while the next steps run: told at the first step after the commit.
+    if (s == 5 || s == 10) expected.push_back("checkpoint " + std::to_string(s));
+  }
+  expected.push_back("epoch");  // the epoch --max-steps cut short is evaluated too
+  expected.push_back("end 12");
+  expected.push_back("start " + ckpt + "/step-000000000010.ckpt");
+  for (int s = 11; s <= 15; ++s) expected.push_back("step " + std::to_string(s));
+  expected.push_back("epoch");
+  expected.push_back("checkpoint 15");
+  expected.push_back("end 15");
+  // Commits are told when worker 0 next looks: the same lines, a checkpoint maybe a few steps later.
+  std::vector<std::string> sorted_seen = seen, sorted_expected = expected;
+  std::sort(sorted_seen.begin(), sorted_seen.end());
+  std::sort(sorted_expected.begin(), sorted_expected.end());
+  EXPECT_EQ(sorted_seen, sorted_expected);
+  for (size_t i = 0, last_step = 0; i < events.size(); ++i) {
+    if (events[i]["event"] == "step") last_step = events[i]["step"];
+    if (events[i]["event"] == "checkpoint") EXPECT_LE(events[i]["step"].get<size_t>(), last_step);
+  }
+
+  const Outcome to_stdout = run_ptrain(
+      "train -q --model softmax --workers 1 --max-steps 3 --train-samples 500 "
+      "--progress-lines -");
+  ASSERT_EQ(to_stdout.exit_code, 0) << to_stdout.err;
+  EXPECT_EQ(lines(to_stdout.out), 6u) << to_stdout.out;  // start, 3 steps, epoch, end
+  test::expect_one_line_errors(
+      {{"train --max-steps 1 --progress-lines " + dir.path().string(), "is a directory"},
+       {"train --max-steps 1 --progress-lines /nonexistent/p.jsonl", "does not exist"}});
 }
 
 // Commands that run in one process refuse mpirun before MPI starts, and a

@@ -86,10 +86,10 @@ TEST(PtrainShmCli, ImpossibleOptionsAreOneLineErrors) {
       {"shm --strategy hogwlid", "--strategy: unknown strategy 'hogwlid' (did you mean hogwild?"},
       {"shm --strategy seq --threads 2", "--workers must be 1: seq runs one thread (got 2)"},
       {"shm --strategy hybrid", "--strategy hybrid: ptrain shm runs the shared-memory strategies"},
-      {"shm --threads -3", "--workers must be >= 0 (got -3)"},
+      {"shm --threads -3", "--threads: Value -3 not in range 1 to 1024"},
       {"shm --lr 0", "--lr must be > 0"},
       {"shm --batch 0", "--batch must be at least 1"},
-      {"shm --epochs 0", "--epochs must be > 0"},
+      {"shm --epochs 0", "--epochs must be in (0, 1e+06] (got 0)"},
       {"shm --strategy mutex --persistence 2", "--persistence: strategy mutex has no such option"},
       {"shm --persistence -5", "--persistence must be >= -1 (got -5)"},
       {"shm --backoff random", "--backoff: expected one of none, exp, exp-jitter, got 'random'"},
@@ -105,9 +105,9 @@ TEST(PtrainShmCli, ImpossibleOptionsAreOneLineErrors) {
       {"sweep", "--csv is required"},
       {"sweep --csv s.csv --strategies seq,gossip", "unknown strategy 'gossip'"},
       {"sweep --csv s.csv --strategies hybrid", "hybrid is not a shared-memory strategy"},
-      {"sweep --csv s.csv --threads 2,0", "--threads must be at least 1 (got 0)"},
+      {"sweep --csv s.csv --threads 2,0", "--threads: Value 0 not in range 1 to 1024"},
       {"sweep --csv s.csv --lr 0.1,-1", "--lr must be > 0"},
-      {"sweep --csv s.csv --repetitions 0", "--repetitions must be at least 1"},
+      {"sweep --csv s.csv --repetitions 0", "--repetitions: Value 0 not in range 1 to 1000000"},
   };
   test::expect_one_line_errors(cases);
 }

@@ -57,10 +57,10 @@ TEST(PtrainSimulateCli, ImpossibleOptionsAreOneLineErrors) {
       {"simulate --exchange tree", "--exchange: unknown exchange 'tree'"},
       {"simulate --codec zip", "--codec: unknown codec 'zip'"},
       {"simulate --bandwidth 0", "--bandwidth must be > 0"},
-      {"simulate --workers 0,4", "--workers must be at least 1"},
+      {"simulate --workers 0,4", "--workers: Value 0 not in range 1 to 1048576"},
       {"simulate --density 0", "--density must be in (0, 1]"},
-      {"simulate --calibrate /no/such/run.json", "--calibrate /no/such/run.json: cannot open"},
-      {"simulate --exchange allgather --codec-costs /no/such.csv", "--codec-costs /no/such.csv: cannot open"},
+      {"simulate --calibrate /no/such/run.json", "--calibrate /no/such/run.json: no such file"},
+      {"simulate --exchange allgather --codec-costs /no/such.csv", "--codec-costs /no/such.csv: no such file"},
       {"simulate --cores-per-rank 0", "--cores-per-rank must be > 0"},
       {"simulate --sparse-codec zip", "--sparse-codec"},
   };

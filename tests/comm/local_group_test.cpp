@@ -1,7 +1,12 @@
 #include "comm/local_group.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
+#include <cstdio>
+#include <ctime>
 #include <functional>
 #include <thread>
 
@@ -204,6 +209,51 @@ TEST(LocalGroup, NamesItsMembersFromTheirFirstWorker) {
     message = e.what();
   }
   EXPECT_TRUE(message.starts_with("ring allreduce: worker 4 timed out after 0.2 s waiting for worker 5")) << message;
+}
+
+// Spins until this thread has run for `cpu` (time stopped does not count).
+void compute_for(std::chrono::milliseconds cpu) {
+  auto used = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+  };
+  const auto until = used() + cpu;
+  while (used() < until) {
+  }
+}
+
+TEST(LocalCollectives, AProcessStoppedLongerThanTheTimeoutGoesOn) {
+  // The whole process stopped (SIGSTOP, ^Z) for three timeouts while worker 1
+  // waits for worker 0, which computes: once continued, worker 0 arrives, and
+  // nobody is blamed for the time nobody ran. Run in a child, which is stopped.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int status = 3;
+    try {
+      const auto errors =
+          test::run_local_workers(2, std::chrono::seconds(1), [](int r, LocalCommunicator& comm) {
+            for (int i = 0; i < 40; ++i) {
+              if (r == 0) compute_for(std::chrono::milliseconds(20));
+              comm.barrier();
+            }
+          });
+      status = errors[0].empty() && errors[1].empty() ? 0 : 1;
+      if (status != 0) std::fprintf(stderr, "child: %s | %s\n", errors[0].c_str(), errors[1].c_str());
+    } catch (...) {
+      status = 2;
+    }
+    std::_Exit(status);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  ::kill(child, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ::kill(child, SIGCONT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(LocalCollectives, MismatchedSizesNameBothSizes) {

@@ -66,5 +66,16 @@ TEST(AtomicFile, ReadsOnlyRegularFilesWithoutFollowingLinksOrBlockingOnAFifo) {
             std::string::npos);
 }
 
+// access() tells root it may write anywhere, /proc included; the check makes a
+// file to know, so a report that cannot be written is refused before the run,
+// not lost at its end.
+TEST(AtomicFile, APlaceWhereNoFileCanBeMadeIsRefusedBeforehand) {
+  const std::string message = test::error_message([] { check_output_path("/proc/ptrain-report.json", "--report"); });
+  EXPECT_EQ(message.rfind("--report: cannot create a file in /proc", 0), 0u) << message;
+  test::ScratchDir dir;
+  check_output_path(dir.file("report.json"), "--report");
+  EXPECT_EQ(entries(dir.path()), 0u);  // the probe is gone
+}
+
 }  // namespace
 }  // namespace ptrain

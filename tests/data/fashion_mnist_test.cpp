@@ -1,6 +1,7 @@
 #include "data/fashion_mnist.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "data/data_registry.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
@@ -118,6 +120,43 @@ TEST(FashionMnist, MissingFileIsNamed) {
   message = error_of([&] { check_fashion_mnist_dir(dir.file("no-such-dir")); });
   EXPECT_TRUE(contains(message, dir.file("no-such-dir"))) << message;
   EXPECT_TRUE(contains(message, "does not exist")) << message;
+}
+
+// Found by tools/bad_inputs.sh: a FIFO among the files hung the check and the
+// load; the check refuses it (and a device, a directory, a dangling link)
+// before any work.
+TEST(FashionMnist, AFileThatIsNoRegularFileIsRefusedByTheCheck) {
+  ScratchDir dir;
+  write_split(dir, "train", 3, cycling_labels(3), /*gzip=*/false);
+  write_split(dir, "t10k", 3, cycling_labels(3), /*gzip=*/false);
+  const std::string images = dir.file("train-images-idx3-ubyte");
+  std::filesystem::remove(images);
+  ASSERT_EQ(::mkfifo(images.c_str(), 0600), 0);
+  std::string message = error_of([&] { check_fashion_mnist_dir(dir.path().string()); });
+  EXPECT_EQ(message, images + ": is a FIFO (named pipe), not a regular file");
+  message = error_of([&] { load_fashion_mnist(dir.path().string(), Split::Train); });
+  EXPECT_EQ(message, images + ": is a FIFO (named pipe), not a regular file");
+  std::filesystem::remove(images);
+  std::filesystem::create_symlink("/dev/zero", images);
+  EXPECT_EQ(error_of([&] { check_fashion_mnist_dir(dir.path().string()); }),
+            images + ": is a character device, not a regular file");
+  std::filesystem::remove(images);
+  std::filesystem::create_symlink("nowhere", images);
+  EXPECT_TRUE(contains(error_of([&] { check_fashion_mnist_dir(dir.path().string()); }), images + ": cannot open"));
+}
+
+// Found by tools/bad_inputs.sh: 27x27 test images with 28x28 training ones
+// were read past their end (softmax: exit 0 at 9%).
+TEST(FashionMnist, TestImagesOfAnotherShapeAreRefusedNamingTheDirectory) {
+  ScratchDir dir;
+  write_split(dir, "train", 3, cycling_labels(3), /*gzip=*/false);
+  const std::vector<uint8_t> pixels(3 * 3 * 3, 7);
+  test::write_bytes(dir.file("t10k-images-idx3-ubyte"), idx_bytes({3, 3, 3}, pixels));
+  test::write_bytes(dir.file("t10k-labels-idx1-ubyte"), idx_bytes({3}, cycling_labels(3)));
+  FashionMnistOptions options;
+  options.dir = dir.path().string();
+  EXPECT_EQ(error_of([&] { options.load(); }),
+            "data.dir: " + options.dir + ": the test set's samples have shape [1, 3, 3], the training set's [1, 4, 3]");
 }
 
 TEST(FashionMnist, StandardizationGivesZeroMeanUnitVariance) {

@@ -2,6 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -241,12 +249,55 @@ TEST(IdxFile, EveryFlippedGzipByteIsCaughtOrHarmless) {
 
 TEST(IdxFile, MissingFile) {
   ScratchDir dir;
-  expect_error(dir.file("nope-idx1-ubyte.gz"), 1, {"cannot open", "No such file"});
+  expect_error(dir.file("nope-idx1-ubyte.gz"), 1, {"no such file"});
 }
 
 TEST(IdxFile, DirectoryIsNotAFile) {
   ScratchDir dir;
   expect_error(dir.path().string(), 1, {"directory"});
+}
+
+// A FIFO blocked fopen() until a writer came (a data directory with one hung
+// ptrain train); a device such as /dev/zero never ends.
+TEST(IdxFile, FifoAndDevicesAreRefusedWithoutBlocking) {
+  ScratchDir dir;
+  const std::string fifo = dir.file("train-images-idx3-ubyte");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  auto message = std::async(std::launch::async, [&] { return error_of(fifo, 3); });
+  if (message.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "read_idx_ubyte blocked on a FIFO";
+    const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);  // frees the reader, so the test ends
+    if (fd >= 0) ::close(fd);
+  }
+  const std::string text = message.get();
+  EXPECT_NE(text.find("FIFO"), std::string::npos) << text;
+  EXPECT_NE(text.find("not a regular file"), std::string::npos) << text;
+  expect_error("/dev/zero", 3, {"character device", "not a regular file"});
+}
+
+// A gzip bomb: a good array, then 8 MiB of zeros in a few kB (the real ones hold gigabytes). The
+// extra bytes are refused after counting a MiB of them, not all.
+TEST(IdxFile, GzipBombAfterTheDataIsRefusedWithoutInflatingIt) {
+  ScratchDir dir;
+  auto bytes = idx_bytes({5, 2, 2}, counting_data(20));
+  bytes.resize(bytes.size() + (size_t{8} << 20), 0);
+  write_gzip(dir.file("bomb.gz"), bytes);
+  expect_error(dir.file("bomb.gz"), 3, {"over 1048576 extra bytes", "20 data bytes"});
+}
+
+// The caller's limit (Fashion-MNIST: a fifth of the machine's memory) refuses a
+// header before its data is inflated, and says why.
+TEST(IdxFile, TheCallersLimitRefusesTheHeader) {
+  ScratchDir dir;
+  write_gzip(dir.file("big.gz"), idx_bytes({100, 10, 10}, counting_data(10000)));
+  try {
+    read_idx_ubyte(dir.file("big.gz"), 3, 9999, "a test's limit");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("100 x 10 x 10 exceed the limit of 9999 bytes (a test's limit)"), std::string::npos) << text;
+  }
+  EXPECT_EQ(read_idx_ubyte(dir.file("big.gz"), 3, 10000, "a test's limit").data.size(), 10000u);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "data/data_registry.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
@@ -374,7 +375,7 @@ TEST(NpyFile, FifoIsRefusedWithoutHanging) {
     const int fd = ::open(path.c_str(), O_RDWR | O_NONBLOCK);
     if (fd >= 0) ::close(fd);
   }
-  expect_message(message.get(), path, {"FIFO", "not a .npy file"});
+  expect_message(message.get(), path, {"FIFO", "not a regular file"});
 }
 
 TEST(NpyFile, DirectoryAndDevicesAreNotFiles) {
@@ -385,7 +386,7 @@ TEST(NpyFile, DirectoryAndDevicesAreNotFiles) {
 
 TEST(NpyFile, MissingFile) {
   ScratchDir dir;
-  expect_error(dir.file("nope.npy"), {"cannot open", "No such file"});
+  expect_error(dir.file("nope.npy"), {"no such file"});
 }
 
 // Every prefix of a valid file is an error: never a crash, never a short read.
@@ -519,6 +520,24 @@ TEST(NpyClassification, CountMismatchBetweenFeaturesAndLabels) {
                                npy_bytes("<i8", "(2,)", le_bytes<int64_t>({0, 1})));
   expect_error_from([&] { load_npy_dataset(files.features, files.labels, "d", 0); }, files.features,
                     {"holds 3 samples but", files.labels, "holds 2 labels"});
+}
+
+// Found by tools/bad_inputs.sh: test features of another sample shape than
+// the training set's are refused naming the test features' flag and file.
+TEST(NpyClassification, ATestSetOfOtherSamplesIsRefusedNamingIt) {
+  ScratchDir dir;
+  NpyOptions options;
+  options.train_features = dir.file("train-x.npy");
+  options.train_labels = dir.file("train-y.npy");
+  options.test_features = dir.file("test-x.npy");
+  options.test_labels = dir.file("test-y.npy");
+  write_bytes(options.train_features, npy_bytes("<f4", "(2, 4)", le_bytes(std::vector<float>(8, 1.f))));
+  write_bytes(options.train_labels, npy_bytes("<i8", "(2,)", le_bytes<int64_t>({0, 1})));
+  write_bytes(options.test_features, npy_bytes("<f4", "(2, 5)", le_bytes(std::vector<float>(10, 1.f))));
+  write_bytes(options.test_labels, npy_bytes("<i8", "(2,)", le_bytes<int64_t>({0, 1})));
+  EXPECT_EQ(test::error_message([&] { options.load(); }),
+            "data.test_features: " + options.test_features +
+                ": the test set's samples have shape [5], the training set's [4]");
 }
 
 TEST(NpyClassification, ShapesThatCannotBeSamplesOrLabels) {

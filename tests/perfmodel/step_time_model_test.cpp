@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 
 #include "perfmodel/calibration.hpp"
 #include "perfmodel/codec_costs.hpp"
@@ -161,7 +162,7 @@ TEST(CodecCosts, TakesTheRowNearestTheModelSize) {
   EXPECT_EQ(test::error_message([&] { load_codec_cost(path, "topk", 1e6); }),
             "--codec-costs " + path + ": no row for codec 'topk'");
   EXPECT_EQ(test::error_message([&] { load_codec_cost(dir.file("none.csv"), "fp16", 1e6); }),
-            "--codec-costs " + dir.file("none.csv") + ": cannot open");
+            "--codec-costs " + dir.file("none.csv") + ": no such file");
   const std::string bad = dir.file("bad.csv"), other = dir.file("other.csv");
   std::ofstream(bad) << "codec,elements,encode_seconds,decode_seconds\nfp16,1024,fast,0.1\n";
   EXPECT_EQ(test::error_message([&] { load_codec_cost(bad, "fp16", 1e6); }),
@@ -174,7 +175,13 @@ TEST(CodecCosts, TakesTheRowNearestTheModelSize) {
 TEST(StepTimeModel, RejectsImpossibleInputs) {
   auto c = hand_case(ExchangeKind::RingAllreduce);
   c.parameters = 0;
-  EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--parameters must be > 0 (got 0)");
+  EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--parameters must be > 0 and at most 1e+15 (got 0)");
+  c.parameters = 1e300;  // every figure the model computes stays finite
+  EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }),
+            "--parameters must be > 0 and at most 1e+15 (got 1e+300)");
+  c = hand_case(ExchangeKind::RingAllreduce);
+  c.latency_s = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--latency must be >= 0 and at most 1e6 s (got inf s)");
   c = hand_case(ExchangeKind::SparseAllgather);
   c.density = 2;
   EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--density must be in (0, 1] (got 2)");
@@ -229,7 +236,7 @@ TEST(Calibration, NamesTheReportWhenItCannotBeUsed) {
   EXPECT_NE(test::error_message([&] { calibrate_from_report(slow, model); }).find("is not longer than the modelled exchange"),
             std::string::npos);
   EXPECT_EQ(test::error_message([&] { calibrate_from_report(dir.file("none.json"), model); }),
-            "--calibrate " + dir.file("none.json") + ": cannot open");
+            "--calibrate " + dir.file("none.json") + ": no such file");
 }
 
 }  // namespace

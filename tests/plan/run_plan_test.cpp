@@ -3,6 +3,7 @@
 #include "plan/run_plan.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <limits>
@@ -32,13 +33,30 @@ TEST(RunPlan, ChecksReportEveryProblemAtOnceNamingFields) {
   const Problems p = check_plan(plan);
   const std::string all = p.joined();
   for (const char* expected :
-       {"run.batch must be at least 1 (got 0)", "run.epochs must be > 0 (got -1)",
-        "run.comm_timeout must be in (0, 1e+06] (got inf)", "optimizer.lr must be > 0 (got 0)",
+       {"run.batch must be at least 1 (got 0)", "run.epochs must be in (0, 1e+06] (got -1)",
+        "run.comm_timeout must be in [0.001, 1e+06] (got inf)", "optimizer.lr must be > 0 (got 0)",
         "strategy.backup must be below the 4 workers", "codec.density must be in (0, 1] (got 2)",
         "model.hidden values must be positive (got 0)"})
     EXPECT_NE(all.find(expected), std::string::npos) << expected << "\n" << all;
   EXPECT_EQ(all.find('\n'), std::string::npos);
   EXPECT_EQ(p.list().size(), 7u) << all;
+}
+
+// Found by tools/bad_inputs.sh: numbers whose range had no end. 1e300 epochs
+// overflowed the step count (llround), a timeout of 1e-9 s rounded to no time
+// at all, and an infinite DGC warm-up was taken.
+TEST(RunPlan, NumbersWithoutAnEndAreRefused) {
+  RunPlan plan;
+  plan.run.epochs = 1e300;
+  plan.run.comm_timeout = 1e-9;
+  DgcOptions dgc;
+  dgc.warmup = std::numeric_limits<double>::infinity();
+  plan.codec = dgc;
+  const std::string all = check_plan(plan).joined();
+  for (const char* expected : {"run.epochs must be in (0, 1e+06] (got 1e+300)",
+                               "run.comm_timeout must be in [0.001, 1e+06] (got 1e-09)",
+                               "codec.warmup must be in [0, 1e+06] (got inf)"})
+    EXPECT_NE(all.find(expected), std::string::npos) << expected << "\n" << all;
 }
 
 TEST(RunPlan, InapplicableCombinationsAreRefusedWithTheReason) {
@@ -175,6 +193,10 @@ TEST(PlanJson, AFileOrAReportIsReadWithItsPathInTheError) {
             "plan file " + path + ": run.workrs is not a field of run (did you mean workers?)");
   EXPECT_NE(test::error_message([&] { read_plan_file(dir.path().string()); }).find("not a regular file"),
             std::string::npos);
+  // A FIFO is refused at once, not waited on.
+  ASSERT_EQ(::mkfifo(dir.file("fifo.json").c_str(), 0600), 0);
+  EXPECT_EQ(test::error_message([&] { read_plan_file(dir.file("fifo.json")); }),
+            "plan file " + dir.file("fifo.json") + ": is a FIFO (named pipe), not a regular file");
 }
 
 // Found by fuzz/plan_file_fuzz: a number past a double's range escaped as

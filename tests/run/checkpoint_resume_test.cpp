@@ -5,13 +5,17 @@
 // that are not in lockstep resume at epoch ends.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 
 #include "core/error.hpp"
+#include "core/run_failure.hpp"
 #include "core/state_stream.hpp"
 #include "data/synthetic.hpp"
 #include "model/model_registry.hpp"
@@ -260,6 +264,90 @@ TEST(CheckpointResume, ACorruptNewestCheckpointFallsBackToTheOneBefore) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("rank-2.part"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("step-000000000050"), std::string::npos) << warnings[0];
+}
+
+// Names in `dir`, sorted.
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Files may grow to `bytes` while it lives (RLIMIT_FSIZE); a longer write fails with EFBIG.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &before_);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+    rlimit limit = before_;
+    limit.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &before_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit before_{};
+  void (*old_handler_)(int) = nullptr;
+};
+
+TEST(CheckpointResume, AFailedCheckpointStopsTheRunWithTheOnesBeforeIntactAndNothingLeft) {
+  // Worker 0's part grows with the run's losses: with files limited to a size
+  // between its part at step 10 and at step 15, the checkpoint at step 15
+  // fails on worker 0 alone, after the others wrote their parts.
+  const LoadedData data = clusters();
+  RunPlan plan = small_plan();
+  plan.codec = DgcOptions{};
+  const Outcome whole = run_plan(plan, data);
+  test::ScratchDir dir;
+  plan.run.checkpoint_dir = dir.file("sizes");
+  plan.run.checkpoint_every = Cadence{5, 0};
+  plan.run.checkpoint_keep = 100;
+  plan.run.max_steps = 15;
+  run_plan(plan, data);
+  const CheckpointStore sizes(plan.run.checkpoint_dir, 100);
+  const uint64_t run_id = sizes.newest()->run;
+  const auto part_size = [&](uint64_t step, int rank) {
+    return std::filesystem::file_size(sizes.part_path(step, run_id, rank));
+  };
+  ASSERT_LT(part_size(10, 0), part_size(15, 0));
+  for (int r = 1; r < 3; ++r) ASSERT_LT(part_size(15, r), part_size(10, 0));
+
+  plan.run.checkpoint_dir = dir.file("ckpt");
+  plan.run.max_steps = 0;
+  std::string message;
+  {
+    const FileSizeLimit limit(part_size(10, 0) + (part_size(15, 0) - part_size(10, 0)) / 2);
+    World world = make_world(plan);
+    try {
+      run(plan, world, {}, data_only(data));
+      ADD_FAILURE() << "the run went on past its failed checkpoint";
+    } catch (const InterruptedError& e) {
+      message = e.what();  // a retry from the last checkpoint may succeed
+    }
+  }
+  EXPECT_NE(message.find("checkpoint of step 15 on worker 0: checkpoint " + plan.run.checkpoint_dir),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+  // Steps 5 and 10, and neither the others' parts of step 15 nor a temporary file.
+  const CheckpointStore store(plan.run.checkpoint_dir, 100);
+  const uint64_t failed_run = store.newest()->run;
+  std::vector<std::string> expected;
+  for (uint64_t step : {5, 10}) {
+    for (int r = 0; r < 3; ++r)
+      expected.push_back(std::filesystem::path(store.part_path(step, failed_run, r)).filename().string());
+    expected.push_back(std::filesystem::path(store.manifest_path(step)).filename().string());
+  }
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(names_in(plan.run.checkpoint_dir), expected);
+
+  const Outcome resumed = run_plan(plan, data, plan.run.checkpoint_dir);
+  EXPECT_EQ(resumed.params, whole.params);
 }
 
 TEST(CheckpointResume, RefusesAPlanTheStateCannotFollow) {

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "data/synthetic.hpp"
 #include "run/report.hpp"
+#include "run/world.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
@@ -121,6 +122,51 @@ TEST(Run, WorkersZeroMeansOnePerCore) {
   EXPECT_GE(world.workers, 1);
   EXPECT_EQ(resolved_plan(plan, world).run.workers, world.workers);
   EXPECT_NE(world.description().find("workers as threads"), std::string::npos);
+}
+
+// Found by tools/bad_inputs.sh: --workers 100000 on threads (or 100000
+// shards) ended in std::system_error or an abort, not an error naming it.
+TEST(Run, MoreThreadsThanAProcessRunsAreRefused) {
+  RunPlan plan = small_plan();
+  plan.run.workers = kMaxThreads + 1;
+  EXPECT_EQ(test::error_message([&] { make_world(plan); }),
+            "run.workers 1025: more threads than the 1024 one process runs (more workers run as MPI ranks under "
+            "mpirun)");
+  plan.run.workers = 2;
+  PsSyncOptions ps;
+  ps.servers = kMaxThreads;
+  plan.strategy = ps;
+  EXPECT_EQ(test::error_message([&] { make_world(plan); }),
+            "strategy.servers 1024: with 2 workers, more threads than the 1024 one process runs");
+}
+
+// Found by tools/bad_inputs.sh: a test set of other samples than the training
+// set's was read past its samples' end (softmax: exit 0 at 9%), or ended in a
+// LibTorch stack trace (mlp).
+TEST(Run, ATestSetOfOtherSamplesIsRefusedNamingTheShapes) {
+  RunPlan plan = small_plan();
+  LoadedData data = clusters();
+  data.test = make_gaussian_clusters(100, 11, 3, 21, 1.5f);
+  World world = make_world(plan);
+  EXPECT_EQ(test::error_message([&] { run(plan, world, {}, data_only(data)); }),
+            "data: the test set's samples have shape [11], the training set's [12]");
+  data.test = make_gaussian_clusters(100, 12, 4, 21, 1.5f);
+  EXPECT_EQ(test::error_message([&] { run(plan, world, {}, data_only(data)); }),
+            "data: the test set has 4 classes, the training set 3");
+}
+
+// A checkpoint directory that cannot be one is refused before training (it
+// ended the run at its first checkpoint, with exit status 75: retry).
+TEST(Run, ACheckpointDirectoryThatCannotBeWrittenIsRefusedBeforeTraining) {
+  test::ScratchDir dir;
+  test::write_bytes(dir.file("file"), {'x'});
+  RunPlan plan = small_plan();
+  for (const std::string& where : {dir.file("file"), dir.file("file/sub"), std::string("/proc/ck")}) {
+    plan.run.checkpoint_dir = where;
+    World world = make_world(plan);
+    const std::string message = test::error_message([&] { run(plan, world, {}, data_only(clusters())); });
+    EXPECT_EQ(message.rfind("run.checkpoint_dir: checkpoint directory " + where + ": ", 0), 0u) << message;
+  }
 }
 
 }  // namespace

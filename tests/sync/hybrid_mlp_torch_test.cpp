@@ -86,6 +86,39 @@ TEST_F(HybridMlp, StagedReplicasTrainToTheSameBits) {
   }
 }
 
+// GPU workers serve every strategy that exchanges gradients, through any
+// codec: the staged path, on the CPU, ends a parameter-server run and a
+// DGC-compressed hybrid run with the bits of in-place replicas.
+TEST_F(HybridMlp, StagedReplicasServeParameterServersAndCodecs) {
+  struct Case {
+    std::string strategy;
+    CodecChoice codec;
+  };
+  DgcOptions dgc;
+  dgc.density = 0.01;
+  for (const Case& k : {Case{"ps-sync", NoCompression{}}, Case{"hybrid", dgc}, Case{"ps-sync", Fp16Options{}}}) {
+    auto with = [&](bool staged) {
+      TrainConfig c;
+      c.make_strategy = test::named_strategy(k.strategy, 2);
+      c.workers = 3;
+      c.batch = 8;
+      c.max_steps = 5;
+      c.seed = 11;
+      c.strategy.optimizer.kind = OptimizerKind::Momentum;
+      c.strategy.optimizer.lr = 0.05f;
+      c.strategy.codec = CodecConfig{k.codec, 11, 0};
+      ModelInput in{data_->sample_shape(), 10, {}, 11};
+      in.device.staged = staged;
+      return train(c, *data_, nullptr, [&](int) { return make_model(ModelChoice(MlpOptions{{64}}), in); });
+    };
+    const auto in_place = with(false), staged = with(true);
+    const std::string what = k.strategy + " with codec " + std::string(CodecRegistry::name_of(k.codec));
+    EXPECT_EQ(staged.final_params, in_place.final_params) << what;
+    EXPECT_EQ(staged.step_losses, in_place.step_losses) << what;
+    EXPECT_GT(staged.device_traffic.to_host_bytes, 0u) << what;
+  }
+}
+
 TEST_F(HybridMlp, SameSeedGivesTheSameLossSequenceBitForBit) {
   auto a = run(4, 32, 30);
   auto b = run(4, 32, 30);

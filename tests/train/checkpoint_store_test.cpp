@@ -1,7 +1,9 @@
 #include "train/checkpoint_store.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -38,6 +40,32 @@ void flip_byte(const std::string& path, size_t at) {
   f.get(c);
   f.seekp(static_cast<std::streamoff>(at));
   f.put(static_cast<char>(c ^ 0x10));
+}
+
+// Checked before a run, creating nothing: a directory that is there or can be
+// made is taken; a file, a FIFO, a device, or a place where nothing can be
+// made is refused naming it.
+TEST(CheckpointStore, WhereCheckpointsCannotBeWrittenIsKnownBeforeTheRun) {
+  test::ScratchDir dir;
+  CheckpointStore::check_writable(dir.path().string());
+  CheckpointStore::check_writable(dir.file("new/deeper"));
+  EXPECT_FALSE(fs::exists(dir.file("new")));
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+  test::write_bytes(dir.file("file"), {'x'});
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  auto error = [](const std::string& where) {
+    return test::error_message([&] { CheckpointStore::check_writable(where); });
+  };
+  EXPECT_EQ(error(dir.file("file")),
+            "checkpoint directory " + dir.file("file") + ": " + dir.file("file") + " is a regular file, not a directory");
+  EXPECT_EQ(error(dir.file("file/sub")),
+            "checkpoint directory " + dir.file("file/sub") + ": " + dir.file("file") +
+                " is a regular file, not a directory");
+  EXPECT_EQ(error(dir.file("fifo")), "checkpoint directory " + dir.file("fifo") + ": " + dir.file("fifo") +
+                                         " is a FIFO (named pipe), not a directory");
+  EXPECT_EQ(error("/proc/ck").rfind("checkpoint directory /proc/ck: cannot create a file in /proc", 0), 0u)
+      << error("/proc/ck");
+  EXPECT_EQ(error(""), "checkpoint directory: empty path");
 }
 
 TEST(CheckpointStore, FindsTheNewestAndReadsEachWorkersPart) {
@@ -127,6 +155,26 @@ TEST(CheckpointStore, AnotherRunsPartAtTheSameStepIsNotTaken) {
   ASSERT_TRUE(found);
   EXPECT_EQ(found->run, kRun);
   EXPECT_EQ(store.read_part(*found, 0), state_of(3, 0));
+}
+
+TEST(CheckpointStore, RemovesWhatAFailedRunLeftAndNothingElse) {
+  test::ScratchDir dir;
+  const CheckpointStore store(dir.path().string(), 3);
+  write_checkpoint(store, 1, 2);
+  store.write_part(2, kRun, 1, state_of(2, 1));  // a checkpoint never committed
+  std::ofstream(dir.file(".step-000000000003.0000000000000abc.rank-0.part.Ab12Cd")) << "half";
+  std::ofstream(dir.file(".step-000000000003.ckpt.x9Y8z7")) << "half";
+  std::ofstream(dir.file("notes.txt")) << "the user's";
+  std::ofstream(dir.file(".step-000000000003.ckpt.too-long")) << "not a name ptrain makes";
+  EXPECT_EQ(store.remove_leftovers(), 3u);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.path())) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{".step-000000000003.ckpt.too-long", "notes.txt",
+                                             "step-000000000001.0000000000000abc.rank-0.part",
+                                             "step-000000000001.0000000000000abc.rank-1.part",
+                                             "step-000000000001.ckpt"}));
+  EXPECT_EQ(store.newest()->step, 1u);
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+#include "core/temporary_files.hpp"
+
+#include <limits.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+namespace ptrain {
+
+namespace {
+
+// A fixed table, so that a signal handler reads it without allocating or locking.
+constexpr int kSlots = 256;
+enum SlotState : int { kFree = 0, kBusy = 1, kHeld = 2 };
+struct Slot {
+  std::atomic<int> state{kFree};
+  char path[PATH_MAX];
+};
+Slot slots[kSlots];
+std::atomic<bool> dying{false};
+bool announce_signal = true;  // set before the handlers are installed
+
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction previous[sizeof kSignals / sizeof kSignals[0]];
+
+void write_text(const char* text) {
+  const ssize_t ignored = ::write(STDERR_FILENO, text, std::strlen(text));
+  (void)ignored;
+}
+
+extern "C" void on_signal(int sig) {
+  dying.store(true);
+  for (Slot& slot : slots)
+    if (slot.state.load() == kHeld) ::unlink(slot.path);
+  if (announce_signal)
+    write_text(sig == SIGINT    ? "ptrain: error: stopped by SIGINT\n"
+             : sig == SIGTERM ? "ptrain: error: stopped by SIGTERM\n"
+                              : "ptrain: error: stopped by SIGHUP\n");
+  // End as the signal would have: the earlier handler, else the default action.
+  for (size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i)
+    if (kSignals[i] == sig) ::sigaction(sig, &previous[i], nullptr);
+  ::raise(sig);
+}
+
+}  // namespace
+
+void remove_temporary_files_on_signals(bool announce) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    announce_signal = announce;
+    for (size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i) {
+      struct sigaction action {};
+      action.sa_handler = on_signal;
+      sigemptyset(&action.sa_mask);
+      for (int other : kSignals) sigaddset(&action.sa_mask, other);  // one handler at a time
+      ::sigaction(kSignals[i], &action, &previous[i]);
+      // Left ignored where it was (nohup): then no signal comes to handle.
+      if (previous[i].sa_handler == SIG_IGN) ::sigaction(kSignals[i], &previous[i], nullptr);
+    }
+  });
+}
+
+TemporaryFileGuard::TemporaryFileGuard(const std::string& path) {
+  if (path.size() >= PATH_MAX) return;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = kFree;
+    if (!slots[i].state.compare_exchange_strong(expected, kBusy)) continue;
+    std::memcpy(slots[i].path, path.c_str(), path.size() + 1);
+    slots[i].state.store(kHeld);
+    slot_ = i;
+    break;
+  }
+  // A handler that scanned the table before this file was in it has set
+  // `dying` first (both sequentially consistent): then this one goes itself.
+  if (dying.load()) ::unlink(path.c_str());
+}
+
+void TemporaryFileGuard::release() {
+  if (slot_ < 0) return;
+  slots[slot_].state.store(kFree);
+  slot_ = -1;
+}
+
+int registered_temporary_files() {
+  int n = 0;
+  for (const Slot& slot : slots) n += slot.state.load() == kHeld;
+  return n;
+}
+
+}  // namespace ptrain

@@ -1,0 +1,438 @@
+# The cases of tools/bad_inputs.sh (sourced by it): `new_case` makes the
+# case's directory (the working directory), the lines after it set it up, and
+# `expect` runs the command and checks it (see bad_inputs.sh).
+# shellcheck shell=bash disable=SC2154
+
+# ---------------------------------------------------------------- controls
+# Inputs that are odd but right: they must work (the harness refuses nothing by itself).
+new_case; mkdir d && ln -s "$fm" d/fm
+expect -q control "a data directory reached through a symlink trains" 0 "" --writes r.json -- \
+  "$ptrain" train @SHORT@ --data d/fm --model softmax --report r.json
+new_case
+expect control "npy data set trains" 0 "" --writes r.json -- "$ptrain" train "${npy_set[@]}" --model softmax --report r.json
+
+# ---------------------------------------------------------------- train options
+new_case; expect -q option "--epochs -1 (would train forever)" 2 "--epochs" -- "$ptrain" train @SHORT@ --epochs -1
+new_case; expect option "--epochs nan" 2 "--epochs" -- "$ptrain" train @SHORT@ --epochs nan
+new_case; expect option "--epochs inf" 2 "--epochs" -- "$ptrain" train @SHORT@ --epochs inf
+new_case; expect -q option "--epochs 1e300 (steps overflow)" 2 "--epochs" -- "$ptrain" train @SHORT@ --epochs 1e300
+new_case; expect option "--epochs 1e999 (no double holds it)" 2 "--epochs" -- "$ptrain" train @SHORT@ --epochs 1e999
+new_case; expect option "--epochs 0" 2 "--epochs" -- "$ptrain" train @SHORT@ --epochs 0
+new_case; expect option "--epochs '' (empty)" 2 "--epochs" -- "$ptrain" train @SHORT@ --epochs ""
+new_case; expect -q option "--batch -1 (unsigned)" 2 "--batch" -- "$ptrain" train @SHORT@ --batch -1
+new_case; expect option "--batch 0" 2 "--batch" -- "$ptrain" train @SHORT@ --batch 0
+new_case; expect option "--batch 18446744073709551616 (past 64 bits)" 2 "--batch" -- \
+  "$ptrain" train @SHORT@ --batch 18446744073709551616
+new_case; expect -q option "--batch 10000000000000 (no memory holds a batch)" 2 "--batch" -- \
+  "$ptrain" train @SHORT@ --batch 10000000000000
+new_case; expect option "--batch 1.5" 2 "--batch" -- "$ptrain" train @SHORT@ --batch 1.5
+new_case; expect -q option "--workers -1" 2 "--workers" -- "$ptrain" train @SHORT@ --workers -1
+new_case; expect -q option "--workers 100000 (threads)" 2 "--workers" -- "$ptrain" train @SHORT@ --workers 100000
+new_case; expect option "--workers 4294967296" 2 "--workers" -- "$ptrain" train @SHORT@ --workers 4294967296
+new_case; expect -q option "--comm-timeout inf (overflowed to a negative duration)" 2 "--comm-timeout" -- \
+  "$ptrain" train @SHORT@ --comm-timeout inf
+new_case; expect option "--comm-timeout 1e300" 2 "--comm-timeout" -- "$ptrain" train @SHORT@ --comm-timeout 1e300
+new_case; expect option "--comm-timeout nan" 2 "--comm-timeout" -- "$ptrain" train @SHORT@ --comm-timeout nan
+new_case; expect option "--comm-timeout -5" 2 "--comm-timeout" -- "$ptrain" train @SHORT@ --comm-timeout -5
+new_case; expect option "--comm-timeout 0" 2 "--comm-timeout" -- "$ptrain" train @SHORT@ --comm-timeout 0
+new_case; expect option "--comm-timeout 1e-9 (rounds to no time)" 2 "--comm-timeout" -- \
+  "$ptrain" train @SHORT@ --comm-timeout 1e-9
+new_case; expect option "--time-limit nan" 2 "--time-limit" -- "$ptrain" train @SHORT@ --strategy async --time-limit nan
+new_case; expect option "--time-limit -1" 2 "--time-limit" -- "$ptrain" train @SHORT@ --strategy async --time-limit -1
+new_case; expect option "--time-limit 1e300" 2 "--time-limit" -- "$ptrain" train @SHORT@ --strategy async --time-limit 1e300
+new_case; expect -q option "--lr nan" 2 "--lr" -- "$ptrain" train @SHORT@ --lr nan
+new_case; expect option "--lr -0.1" 2 "--lr" -- "$ptrain" train @SHORT@ --lr -0.1
+new_case; expect option "--lr inf" 2 "--lr" -- "$ptrain" train @SHORT@ --lr inf
+new_case; expect option "--lr 1e300 (past float)" 2 "--lr" -- "$ptrain" train @SHORT@ --lr 1e300
+new_case; expect option "--momentum 1.5" 2 "--momentum" -- "$ptrain" train @SHORT@ --optimizer momentum --momentum 1.5
+new_case; expect option "--beta2 nan" 2 "--beta2" -- "$ptrain" train @SHORT@ --beta2 nan
+new_case; expect option "--seed -1" 2 "--seed" -- "$ptrain" train @SHORT@ --seed -1
+new_case; expect option "--log-every 0" 2 "--log-every" -- "$ptrain" train @SHORT@ --log-every 0
+new_case; expect option "--max-steps -1" 2 "--max-steps" -- "$ptrain" train @SHORT@ --max-steps -1
+new_case; expect option "--threads-per-worker 0" 2 "--threads-per-worker" -- "$ptrain" train @SHORT@ --threads-per-worker 0
+new_case; expect option "--threads-per-worker 100000" 2 "--threads-per-worker" -- \
+  "$ptrain" train @SHORT@ --threads-per-worker 100000
+new_case; expect option "--train-samples -1" 2 "--train-samples" -- "$ptrain" train @SHORT@ --train-samples -1
+new_case; expect -q option "--hidden -5" 2 "--hidden" -- "$ptrain" train @SHORT@ --hidden -5
+new_case; expect option "--hidden 0" 2 "--hidden" -- "$ptrain" train @SHORT@ --hidden 0
+new_case; expect option "--hidden '' (empty)" 2 "--hidden" -- "$ptrain" train @SHORT@ --hidden ""
+new_case; expect option "--hidden 128,,64" 2 "--hidden" -- "$ptrain" train @SHORT@ --hidden 128,,64
+new_case; expect -q option "--hidden 2000000000 (no memory holds the model)" 2 "--hidden" -- \
+  "$ptrain" train @SHORT@ --hidden 2000000000
+new_case; expect option "--hidden 100000,100000 (10^10 parameters)" 2 "--hidden" -- \
+  "$ptrain" train @SHORT@ --hidden 100000,100000
+new_case; expect option "--hidden 99999999999 (past 32 bits)" 2 "--hidden" -- "$ptrain" train @SHORT@ --hidden 99999999999
+new_case; expect option "--straggler 1:nan" 2 "--straggler" -- "$ptrain" train @SHORT@ --straggler 1:nan
+new_case; expect option "--straggler 1:inf" 2 "--straggler" -- "$ptrain" train @SHORT@ --straggler 1:inf
+new_case; expect option "--straggler -1:2" 2 "--straggler" -- "$ptrain" train @SHORT@ --straggler -1:2
+new_case; expect option "--straggler 5:2 (no such worker)" 2 "--straggler" -- "$ptrain" train @SHORT@ --straggler 5:2
+new_case; expect option "--straggler 1:1e300" 2 "--straggler" -- "$ptrain" train @SHORT@ --straggler 1:1e300
+new_case; expect option "--checkpoint-every -1" 2 "--checkpoint-every" -- \
+  "$ptrain" train @SHORT@ --checkpoint-dir ck --checkpoint-every -1
+new_case; expect option "--checkpoint-every nans" 2 "--checkpoint-every" -- \
+  "$ptrain" train @SHORT@ --checkpoint-dir ck --checkpoint-every nans
+new_case; expect option "--checkpoint-every 1e300s" 2 "--checkpoint-every" -- \
+  "$ptrain" train @SHORT@ --checkpoint-dir ck --checkpoint-every 1e300s
+new_case; expect option "--checkpoint-every infs" 2 "--checkpoint-every" -- \
+  "$ptrain" train @SHORT@ --checkpoint-dir ck --checkpoint-every infs
+new_case; expect option "--checkpoint-keep 0" 2 "--checkpoint-keep" -- "$ptrain" train @SHORT@ --checkpoint-dir ck --checkpoint-keep 0
+new_case; expect option "--checkpoint-keep -1" 2 "--checkpoint-keep" -- "$ptrain" train @SHORT@ --checkpoint-dir ck --checkpoint-keep -1
+new_case; expect option "--bucket-size -1" 2 "--bucket-size" -- "$ptrain" train @SHORT@ --bucket-size -1
+new_case; expect option "--bucket-size 0" 2 "--bucket-size" -- "$ptrain" train @SHORT@ --bucket-size 0
+new_case; expect option "--bucket-size 1e300" 2 "--bucket-size" -- "$ptrain" train @SHORT@ --bucket-size 1e300
+new_case; expect option "--bucket-size nanMiB" 2 "--bucket-size" -- "$ptrain" train @SHORT@ --bucket-size nanMiB
+new_case; expect option "--dgc-density 0" 2 "--dgc-density" -- "$ptrain" train @SHORT@ --compress dgc --dgc-density 0
+new_case; expect option "--dgc-density nan" 2 "--dgc-density" -- "$ptrain" train @SHORT@ --compress dgc --dgc-density nan
+new_case; expect option "--dgc-warmup inf" 2 "--dgc-warmup" -- "$ptrain" train @SHORT@ --compress dgc --dgc-warmup inf
+new_case; expect option "--topk-ratio 2" 2 "--topk-ratio" -- "$ptrain" train @SHORT@ --compress topk --topk-ratio 2
+new_case; expect option "--int8-chunk 0" 2 "--int8-chunk" -- "$ptrain" train @SHORT@ --compress int8 --int8-chunk 0
+new_case; expect option "--staleness -1" 2 "--staleness" -- "$ptrain" train @SHORT@ --strategy ssp --staleness -1
+new_case; expect -q option "--servers -1" 2 "--servers" -- "$ptrain" train @SHORT@ --strategy ps-sync --servers -1
+new_case; expect option "--servers 100000" 2 "--servers" -- "$ptrain" train @SHORT@ --strategy ps-sync --servers 100000
+new_case; expect option "--backup 2 of 2 workers" 2 "--backup" -- "$ptrain" train @SHORT@ --strategy ps-backup --backup 2
+new_case; expect option "--rollback-lr-scale nan" 2 "--rollback-lr-scale" -- \
+  "$ptrain" train @SHORT@ --checkpoint-dir ck --on-diverge rollback --rollback-lr-scale nan
+new_case; expect option "--max-rollbacks -1" 2 "--max-rollbacks" -- \
+  "$ptrain" train @SHORT@ --checkpoint-dir ck --on-diverge rollback --max-rollbacks -1
+new_case; expect option "--stale-policy drop:-1" 2 "--stale-policy" -- "$ptrain" train @SHORT@ --strategy async --stale-policy drop:-1
+new_case; expect option "--backend carrier-pigeon" 2 "--backend" -- "$ptrain" train @SHORT@ --backend carrier-pigeon
+new_case; expect -q option "--epoch 1 (unknown flag)" 2 "--epochs" -- "$ptrain" train @SHORT@ --epoch 1
+new_case; expect option "--strategy nonsense" 2 "--strategy" -- "$ptrain" train @SHORT@ --strategy nonsense
+new_case; expect option "--staleness given to hybrid" 2 "--staleness" -- "$ptrain" train @SHORT@ --staleness 3
+new_case; expect option "--resume and --config together" 2 "--resume" -- "$ptrain" train --resume . --config x.json
+
+# shm: the shared-memory strategies.
+new_case; expect -q option "shm --batch -1 (hung)" 2 "--batch" -- "$ptrain" shm --data "$fm" --epochs 1 --batch -1 --quiet
+new_case; expect option "shm --threads -1" 2 "--threads" -- "$ptrain" shm --data "$fm" --epochs 1 --threads -1 --quiet
+new_case; expect -q option "shm --threads 100000" 2 "--threads" -- "$ptrain" shm --data "$fm" --epochs 1 --threads 100000 --quiet
+new_case; expect option "shm --backoff-max nan" 2 "--backoff-max" -- "$ptrain" shm --data "$fm" --epochs 1 --backoff-max nan --quiet
+new_case; expect option "shm --diverge-above -1" 2 "--diverge-above" -- "$ptrain" shm --data "$fm" --epochs 1 --diverge-above -1 --quiet
+new_case; expect option "shm --loss-sample -1" 2 "--loss-sample" -- "$ptrain" shm --data "$fm" --epochs 1 --loss-sample -1 --quiet
+new_case; expect option "shm --strategy hybrid" 2 "--strategy" -- "$ptrain" shm --data "$fm" --epochs 1 --strategy hybrid --quiet
+
+# ---------------------------------------------------------------- data files
+new_case; expect -q data "--data missing directory" 2 "--data" -- "$ptrain" train @SHORT@ --data nowhere
+new_case; expect data "--data '' (empty path)" 2 "--data" -- "$ptrain" train @SHORT@ --data ""
+new_case; touch f
+expect data "--data a regular file" 2 "--data" -- "$ptrain" train @SHORT@ --data f
+new_case; mkdir d && cp "$fm"/* d/ && rm d/t10k-labels-idx1-ubyte
+expect data "test labels missing" 2 "t10k-labels" -- "$ptrain" train @SHORT@ --data d
+new_case; data_with_images fifo
+expect -q data "training images a FIFO (hung)" 2 "train-images" -- "$ptrain" train @SHORT@ --data d
+new_case; data_with_images device
+expect -q data "training images a symlink to /dev/zero" 2 "train-images" -- "$ptrain" train @SHORT@ --data d
+new_case; data_with_images dir
+expect data "training images a directory" 2 "train-images" -- "$ptrain" train @SHORT@ --data d
+new_case; data_with_images loop
+expect data "training images a symlink loop" 2 "train-images" -- "$ptrain" train @SHORT@ --data d
+new_case; data_with_images dangling
+expect data "training images a dangling symlink" 2 "train-images" -- "$ptrain" train @SHORT@ --data d
+new_case; data_with_images socket
+expect data "training images a socket" 2 "train-images" -- "$ptrain" train @SHORT@ --data d
+new_case; mkdir d && cp "$fm"/* d/ && rm d/t10k-images-idx3-ubyte && mkfifo d/t10k-images-idx3-ubyte
+expect data "test images a FIFO" 2 "t10k-images" -- "$ptrain" train @SHORT@ --data d
+for damage in empty trunc-header trunc-data wrong-magic wrong-type wrong-rank zero-dim huge-dims extra-bytes \
+  gz-truncated gz-bad-crc gz-trailing-junk gz-corrupt-deflate; do
+  new_case; data_with_images $damage
+  q=; [ $damage = huge-dims ] || [ $damage = gz-bad-crc ] && q=-q
+  expect $q data "training images: $damage" 2 "train-images" -- "$ptrain" train @SHORT@ --data d
+done
+new_case; data_with_images bomb-trailing
+expect -q data "gzip bomb: 2 GiB of zeros after the data (decompression bounded)" 2 "train-images" -- \
+  "$ptrain" train @SHORT@ --data d
+new_case; data_with_images bomb-declared
+expect -q data "gzip bomb: a header declaring 2e9 bytes, all zeros" 2 "train-images" -- \
+  "$ptrain" train @SHORT@ --data d
+new_case; mkdir d && cp "$fm"/* d/ && cp "$fx/idx/labels-out-of-range" d/train-labels-idx1-ubyte
+expect data "a label outside the 10 classes" 2 "train-labels" -- "$ptrain" train @SHORT@ --data d
+new_case; mkdir d && cp "$fm"/* d/ && cp "$fx/idx/labels-short" d/train-labels-idx1-ubyte
+expect data "fewer labels than images" 2 "train-labels" -- "$ptrain" train @SHORT@ --data d
+new_case; expect -q data "test images 27x27, training 28x28 (softmax: exit 0, 9%)" 2 "--data" -- \
+  "$ptrain" train @SHORT@ --data "$fx/fm27" --model softmax
+new_case; expect data "test images 27x27, training 28x28 (mlp: a LibTorch stack trace)" 2 "--data" -- \
+  "$ptrain" train @SHORT@ --data "$fx/fm27"
+new_case; expect data "gzipped data set trains (control)" 0 "" -- "$ptrain" train @SHORT@ --data "$fx/fm-gz" --model softmax
+
+# npy data sets.
+npy() { echo "$fx/npy/$1"; }
+npy_with() {  # FIELD FILE: the good npy set with one file replaced
+  local args=("${npy_set[@]}") i
+  for i in "${!args[@]}"; do [ "${args[$i]}" = "--$1" ] && args[$((i + 1))]=$2; done
+  printf '%s\n' "${args[@]}"
+}
+mapfile -t a < <(npy_with test-features "$(npy test-x5.npy)")
+new_case; expect -q data "npy: test samples of 5 features, training of 4" 2 "test-x5.npy" -- "$ptrain" train "${a[@]}" --model softmax
+mapfile -t a < <(npy_with test-labels "$(npy test-y-classes.npy)")
+new_case; expect data "npy: test labels of 7 classes, training of 3, --classes 3" 2 "test-y-classes.npy" -- \
+  "$ptrain" train "${a[@]}" --model softmax --classes 3
+mapfile -t a < <(npy_with test-labels "$(npy test-y-short.npy)")
+new_case; expect data "npy: 63 test labels for 64 samples" 2 "test-y-short.npy" -- "$ptrain" train "${a[@]}" --model softmax
+mapfile -t a < <(npy_with train-labels "$(npy train-y-negative.npy)")
+new_case; expect data "npy: a negative label" 2 "train-y-negative.npy" -- "$ptrain" train "${a[@]}" --model softmax
+mapfile -t a < <(npy_with train-labels "$(npy train-y-float.npy)")
+new_case; expect data "npy: float labels" 2 "train-y-float.npy" -- "$ptrain" train "${a[@]}" --model softmax
+for f in bad-magic truncated header-only huge-shape overflow-shape pickle train-x-fortran train-x-complex; do
+  mapfile -t a < <(npy_with train-features "$(npy $f.npy)")
+  q=; [ $f = huge-shape ] && q=-q
+  new_case; expect $q data "npy: training features $f" 2 "$f.npy" -- "$ptrain" train "${a[@]}" --model softmax
+done
+new_case; mkfifo x.npy
+mapfile -t a < <(npy_with train-features x.npy)
+expect -q data "npy: training features a FIFO" 2 "--train-features" -- "$ptrain" train "${a[@]}" --model softmax
+mapfile -t a < <(npy_with train-features /dev/zero)
+new_case; expect data "npy: training features /dev/zero" 2 "--train-features" -- "$ptrain" train "${a[@]}" --model softmax
+mapfile -t a < <(npy_with train-features "")
+new_case; expect data "npy: training features '' (empty path)" 2 "--train-features" -- "$ptrain" train "${a[@]}" --model softmax
+
+# ---------------------------------------------------------------- output paths
+new_case; null_device
+expect -q output "--report a device (a null device like /dev/null: never replaced)" 2 "--report" -- \
+  "$ptrain" train @SHORT@ --report null
+new_case; mkfifo r.json
+expect -q output "--report a FIFO" 2 "--report" -- "$ptrain" train @SHORT@ --report r.json
+new_case; echo keep >target && ln -s target r.json
+expect -q output "--report a symlink to a file" 2 "--report" -- "$ptrain" train @SHORT@ --report r.json
+new_case; ln -s /etc/passwd r.json
+expect output "--report a symlink to /etc/passwd" 2 "--report" -- "$ptrain" train @SHORT@ --report r.json
+new_case; mkdir r.json
+expect output "--report a directory" 2 "--report" -- "$ptrain" train @SHORT@ --report r.json
+new_case; expect output "--report in a missing directory" 2 "--report" -- "$ptrain" train @SHORT@ --report no/r.json
+new_case; expect -q output "--report in an unwritable place (/proc)" 2 "--report" -- \
+  "$ptrain" train @SHORT@ --report /proc/ptrain-report.json
+new_case; expect output "--report '' (empty path)" 2 "--report" -- "$ptrain" train @SHORT@ --report ""
+new_case; echo '{"kept": true}' >r.json
+expect output "--report an existing file, the run refused: kept" 2 "--epochs" -- \
+  "$ptrain" train @SHORT@ --report r.json --epochs -1
+new_case; null_device
+expect -q output "--save a device (a null device like /dev/null: never replaced)" 2 "--save" -- "$ptrain" train @SHORT@ --save null
+new_case; mkfifo m.pt
+expect output "--save a FIFO" 2 "--save" -- "$ptrain" train @SHORT@ --save m.pt
+new_case; echo keep >target && ln -s target m.pt
+expect output "--save a symlink" 2 "--save" -- "$ptrain" train @SHORT@ --save m.pt
+new_case; mkdir m.pt
+expect output "--save a directory" 2 "--save" -- "$ptrain" train @SHORT@ --save m.pt
+new_case; expect output "--save in an unwritable place (/proc)" 2 "--save" -- "$ptrain" train @SHORT@ --save /proc/m.pt
+new_case; expect output "--save '' (empty path)" 2 "--save" -- "$ptrain" train @SHORT@ --save ""
+new_case; touch ck
+expect -q output "--checkpoint-dir a regular file" 2 "--checkpoint-dir" -- "$ptrain" train @SHORT@ --checkpoint-dir ck
+new_case; mkfifo ck
+expect output "--checkpoint-dir a FIFO" 2 "--checkpoint-dir" -- "$ptrain" train @SHORT@ --checkpoint-dir ck
+new_case; null_device
+expect output "--checkpoint-dir a device (a null device like /dev/null: never replaced)" 2 "--checkpoint-dir" -- "$ptrain" train @SHORT@ --checkpoint-dir null
+new_case; expect output "--checkpoint-dir in an unwritable place (/proc)" 2 "--checkpoint-dir" -- \
+  "$ptrain" train @SHORT@ --checkpoint-dir /proc/ck
+new_case; expect output "--checkpoint-dir '' with --checkpoint-every" 2 "--checkpoint-dir" -- \
+  "$ptrain" train @SHORT@ --checkpoint-dir "" --checkpoint-every 5
+
+# ---------------------------------------------------------------- plan files, reports
+for f in corrupt empty not-object unknown-field unknown-section negative-epochs huge-number negative-batch \
+  wrong-type huge-workers nan-timeout deep binary; do
+  q=; [ $f = corrupt ] || [ $f = deep ] && q=-q
+  # A value out of its range is named as the field's flag, as every plan problem is.
+  needle=plan-$f.json; [ $f = negative-epochs ] && needle="--epochs"; [ $f = huge-workers ] && needle="--workers 100000"
+  new_case; expect $q plan "--config: $f" 2 "$needle" -- "$ptrain" train --config "$fx/plans/plan-$f.json" --data "$fm" --quiet
+done
+new_case; expect plan "--config a truncated report" 2 "report-truncated.json" -- \
+  "$ptrain" train --config "$fx/plans/report-truncated.json" --data "$fm" --quiet
+new_case; expect plan "--config missing" 2 "nothing.json" -- "$ptrain" train --config nothing.json @SHORT@
+new_case; mkfifo p.json
+expect -q plan "--config a FIFO" 2 "p.json" -- "$ptrain" train --config p.json @SHORT@
+new_case; expect plan "--config /dev/zero" 2 "/dev/zero" -- "$ptrain" train --config /dev/zero @SHORT@
+new_case; mkdir p.json
+expect plan "--config a directory" 2 "p.json" -- "$ptrain" train --config p.json @SHORT@
+new_case; expect plan "--config '' (empty path)" 2 "--config" -- "$ptrain" train --config "" @SHORT@
+
+# ---------------------------------------------------------------- checkpoints
+# One good checkpoint directory, damaged copies of it resumed.
+ck_good=$T/ck-good
+"$ptrain" train "${short[@]}" --model softmax --checkpoint-dir "$ck_good" --checkpoint-every 4 >/dev/null 2>&1
+damaged_checkpoints() {  # HOW: every checkpoint in ./ck damaged so
+  cp -r "$ck_good" ck
+  local f
+  for f in ck/*; do
+    case $1 in
+      truncate) [ -f "$f" ] && truncate -s $(($(stat -c %s "$f") / 2)) "$f" ;;
+      flip) [ -f "$f" ] && printf '\xff' | dd of="$f" bs=1 seek=$(($(stat -c %s "$f") / 2)) conv=notrunc 2>/dev/null ;;
+      empty) [ -f "$f" ] && : >"$f" ;;
+      fifo) [ -f "$f" ] && rm "$f" && mkfifo "$f" ;;
+    esac
+  done
+}
+for how in truncate flip empty fifo; do
+  new_case; damaged_checkpoints $how
+  q=; [ $how = flip ] && q=-q
+  expect $q checkpoint "--resume: every checkpoint ${how}" 2 "ck" -- "$ptrain" train --resume ck --quiet
+done
+new_case; expect checkpoint "--resume a missing directory" 2 "nowhere" -- "$ptrain" train --resume nowhere --quiet
+new_case; mkdir ck
+expect checkpoint "--resume an empty directory" 2 "ck" -- "$ptrain" train --resume ck --quiet
+new_case; touch ck
+expect checkpoint "--resume a regular file" 2 "ck" -- "$ptrain" train --resume ck --quiet
+new_case; expect checkpoint "--resume '' (empty path)" 2 "--resume" -- "$ptrain" train --resume "" --quiet
+new_case; cp -r "$ck_good" ck
+expect checkpoint "--resume with --workers changed" 2 "--workers" -- "$ptrain" train --resume ck --workers 3 --quiet
+
+# ---------------------------------------------------------------- divergence
+new_case; expect -q diverge "--lr 1e30 (diverges): exit 3, report written" 3 "diverged" --writes r.json -- \
+  "$ptrain" train @SHORT@ --optimizer sgd --lr 1e30 --report r.json
+mapfile -t a < <(npy_with train-features "$(npy train-x-nan.npy)")
+new_case; expect data "npy: a NaN among the features" 2 "train-x-nan.npy" -- "$ptrain" train "${a[@]}" --model softmax
+new_case; expect diverge "fp16 overflow (--lr 1e30, --compress fp16): exit 3" 3 "diverged" --writes r.json -- \
+  "$ptrain" train @SHORT@ --optimizer sgd --lr 1e30 --compress fp16 --report r.json
+new_case; expect -q diverge "async, every worker diverged: non-zero, report, no loss 0.0" 3 "diverged" --writes r.json \
+  --lacks "loss 0.0000" -- "$ptrain" train @SHORT@ --strategy async --optimizer sgd --lr 1e30 --report r.json
+new_case; expect diverge "ssp diverged" 3 "diverged" --writes r.json -- \
+  "$ptrain" train @SHORT@ --strategy ssp --optimizer sgd --lr 1e30 --report r.json
+new_case; expect diverge "ps-backup diverged" 3 "diverged" --writes r.json -- \
+  "$ptrain" train @SHORT@ --strategy ps-backup --optimizer sgd --lr 1e30 --report r.json
+new_case; expect -q diverge "shm hogwild, every thread diverged" 3 "diverged" --writes r.json --lacks "loss 0.0000" -- \
+  "$ptrain" shm --data "$fm" --epochs 1 --strategy hogwild --optimizer sgd --lr 1e30 --report r.json --quiet
+new_case; expect diverge "shm leashed diverged" 3 "diverged" --writes r.json -- \
+  "$ptrain" shm --data "$fm" --epochs 1 --strategy leashed --optimizer sgd --lr 1e30 --report r.json --quiet
+
+# ---------------------------------------------------------------- signals
+new_case; expect -q signal "SIGTERM while writing checkpoints every step: no temporary file left" 143 "SIGTERM" \
+  --writes-dir ck --signal TERM:4 -- "$ptrain" train --data "$fm" --epochs 50 --workers 2 --hidden 512,512 --quiet \
+  --checkpoint-dir ck --checkpoint-every 1
+new_case; expect signal "SIGINT while writing checkpoints every step: no temporary file left" 130 "SIGINT" \
+  --writes-dir ck --signal INT:4 -- "$ptrain" train --data "$fm" --epochs 50 --workers 2 --hidden 512,512 --quiet \
+  --checkpoint-dir ck --checkpoint-every 1
+new_case; expect signal "SIGTERM during a sweep: its CSV holds whole rows, no temporary file" 143 "SIGTERM" \
+  --writes-lines s.csv --signal TERM:4 -- \
+  "$ptrain" sweep --data "$fm" --strategies hogwild --threads 2 --batch 16,32,64 --lr 0.01 --repetitions 20 --csv s.csv
+
+# ---------------------------------------------------------------- MPI ranks
+if [ ${#mpirun_cmd[@]} -gt 0 ]; then
+  new_case; expect -q mpi "a rank that never arrives (straggler 10^6 times slower): a timeout naming it" 75 "rank(s) 1" -- \
+    "${mpirun_cmd[@]}" -np 2 "$ptrain" train @SHORT@ --comm-timeout 3 --straggler 1:1000000
+  new_case; expect mpi "--workers 3 under 2 ranks" 2 "--workers" -- "${mpirun_cmd[@]}" -np 2 "$ptrain" train @SHORT@ --workers 3
+  new_case; expect mpi "ptrain shm under mpirun" 2 "mpirun" -- "${mpirun_cmd[@]}" -np 2 "$ptrain" shm --data "$fm" --epochs 1
+  new_case; null_device
+  expect mpi "--report a device under mpirun" 2 "--report" -- \
+    "${mpirun_cmd[@]}" -np 2 "$ptrain" train @SHORT@ --report null
+  new_case; expect mpi "a bad flag under mpirun" 2 "--epochs" -- "${mpirun_cmd[@]}" -np 2 "$ptrain" train @SHORT@ --epochs nan
+fi
+new_case; expect -q mpi "threads: a worker that never arrives: a timeout naming it" 75 "worker(s) 1" -- \
+  "$ptrain" train @SHORT@ --comm-timeout 3 --straggler 1:1000000
+
+# ---------------------------------------------------------------- simulate
+sim=("$ptrain" simulate --workers 1,2,4)
+new_case; expect -q simulate "--workers -1 (hung)" 2 "--workers" -- "$ptrain" simulate --workers -1
+new_case; expect simulate "--workers 0" 2 "--workers" -- "$ptrain" simulate --workers 0
+new_case; expect -q simulate "--workers 10000000000000 (a loop of 10^13)" 2 "--workers" -- "$ptrain" simulate --workers 10000000000000
+new_case; expect simulate "--workers 1e300" 2 "--workers" -- "$ptrain" simulate --workers 1e300
+new_case; expect simulate "--bandwidth nan" 2 "--bandwidth" -- "${sim[@]}" --bandwidth nan
+new_case; expect simulate "--bandwidth inf" 2 "--bandwidth" -- "${sim[@]}" --bandwidth inf
+new_case; expect simulate "--bandwidth -1" 2 "--bandwidth" -- "${sim[@]}" --bandwidth -1
+new_case; expect simulate "--latency nan" 2 "--latency" -- "${sim[@]}" --latency nan
+new_case; expect simulate "--latency 1e300" 2 "--latency" -- "${sim[@]}" --latency 1e300
+new_case; expect simulate "--parameters nan" 2 "--parameters" -- "${sim[@]}" --parameters nan
+new_case; expect simulate "--parameters -1" 2 "--parameters" -- "${sim[@]}" --parameters -1
+new_case; expect simulate "--parameters 1e300" 2 "--parameters" -- "${sim[@]}" --parameters 1e300
+new_case; expect simulate "--batch -1" 2 "--batch" -- "${sim[@]}" --batch -1
+new_case; expect simulate "--batch 0" 2 "--batch" -- "${sim[@]}" --batch 0
+new_case; expect simulate "--compute-per-sample inf" 2 "--compute-per-sample" -- "${sim[@]}" --compute-per-sample inf
+new_case; expect simulate "--density 2" 2 "--density" -- "${sim[@]}" --density 2
+new_case; expect simulate "--servers -1" 2 "--servers" -- "${sim[@]}" --servers -1
+new_case; expect simulate "--backup -1" 2 "--backup" -- "${sim[@]}" --backup -1
+new_case; expect simulate "--cores-per-rank nan" 2 "--cores-per-rank" -- "${sim[@]}" --cores-per-rank nan
+new_case; expect simulate "--straggler-mean inf" 2 "--straggler-mean" -- "${sim[@]}" --straggler-mean inf
+new_case; expect simulate "--exchange carrier-pigeon" 2 "--exchange" -- "${sim[@]}" --exchange carrier-pigeon
+new_case; expect simulate "--codec dgc (sparse)" 2 "--codec" -- "${sim[@]}" --codec dgc
+new_case; null_device
+expect simulate "--csv a device (a null device like /dev/null: never replaced)" 2 "--csv" -- "${sim[@]}" --csv null
+new_case; mkfifo s.csv
+expect simulate "--csv a FIFO" 2 "--csv" -- "${sim[@]}" --csv s.csv
+new_case; mkfifo c.json
+expect -q simulate "--calibrate a FIFO (hung)" 2 "c.json" -- "${sim[@]}" --calibrate c.json
+new_case; expect simulate "--calibrate a report with no run" 2 "calibrate-no-run.json" -- \
+  "${sim[@]}" --calibrate "$fx/plans/calibrate-no-run.json"
+new_case; expect simulate "--calibrate /dev/zero" 2 "/dev/zero" -- "${sim[@]}" --calibrate /dev/zero
+new_case; expect simulate "--calibrate-bandwidth nan" 2 "--calibrate-bandwidth" -- \
+  "${sim[@]}" --calibrate "$fx/plans/calibrate-no-run.json" --calibrate-bandwidth nan
+new_case; mkfifo costs.csv
+expect simulate "--codec-costs a FIFO (hung)" 2 "costs.csv" -- "${sim[@]}" --codec fp16 --codec-costs costs.csv
+new_case; expect simulate "--codec-costs with nan" 2 "codec-costs-bad.csv" -- \
+  "${sim[@]}" --codec fp16 --codec-costs "$fx/plans/codec-costs-bad.csv"
+new_case; expect simulate "--codec-costs ragged" 2 "codec-costs-ragged.csv" -- \
+  "${sim[@]}" --codec fp16 --codec-costs "$fx/plans/codec-costs-ragged.csv"
+
+# ---------------------------------------------------------------- bench allreduce
+ba=("$ptrain" bench allreduce --sizes 4KiB --iters 2 --warmup 0)
+new_case; expect -q bench "allreduce --ranks 100000 (aborted)" 2 "--ranks" -- "${ba[@]}" --ranks 100000
+new_case; expect bench "allreduce --ranks -1" 2 "--ranks" -- "${ba[@]}" --ranks -1
+new_case; expect bench "allreduce --iters 0" 2 "--iters" -- "${ba[@]}" --iters 0
+new_case; expect bench "allreduce --iters -1" 2 "--iters" -- "${ba[@]}" --iters -1
+new_case; expect bench "allreduce --warmup -1" 2 "--warmup" -- "${ba[@]}" --warmup -1
+new_case; expect bench "allreduce --sizes 0" 2 "--sizes" -- "${ba[@]}" --sizes 0
+new_case; expect bench "allreduce --sizes -4KiB" 2 "--sizes" -- "${ba[@]}" --sizes -4KiB
+new_case; expect bench "allreduce --sizes nan" 2 "--sizes" -- "${ba[@]}" --sizes nan
+new_case; expect -q bench "allreduce --sizes 900GiB (no memory holds it)" 2 "--sizes" -- "${ba[@]}" --sizes 900GiB
+new_case; expect bench "allreduce --sizes 4MiB:4KiB (backwards)" 2 "--sizes" -- "${ba[@]}" --sizes 4MiB:4KiB
+new_case; expect bench "allreduce --algo carrier-pigeon" 2 "--algo" -- "${ba[@]}" --algo carrier-pigeon
+new_case; expect bench "allreduce --backend carrier-pigeon" 2 "--backend" -- "${ba[@]}" --backend carrier-pigeon
+new_case; null_device
+expect -q bench "allreduce --csv a device (a null device like /dev/null: never replaced)" 2 "--csv" -- "${ba[@]}" --ranks 2 --csv null
+new_case; mkfifo b.csv
+expect -q bench "allreduce --csv a FIFO (hung)" 2 "--csv" -- "${ba[@]}" --ranks 2 --csv b.csv
+new_case; echo keep >target && ln -s target b.csv
+expect bench "allreduce --csv a symlink" 2 "--csv" -- "${ba[@]}" --ranks 2 --csv b.csv
+
+# ---------------------------------------------------------------- bench compress
+bc=("$ptrain" bench compress --sizes 4096 --iters 2 --warmup 0)
+new_case; expect bench "compress --sizes 5G (past the codecs' 32-bit index)" 2 "--sizes" -- "${bc[@]}" --sizes 5G
+new_case; expect -q bench "compress --sizes 4000M (no memory holds it)" 2 "--sizes" -- "${bc[@]}" --sizes 4000M
+new_case; expect bench "compress --sizes -1" 2 "--sizes" -- "${bc[@]}" --sizes -1
+new_case; expect bench "compress --codecs carrier-pigeon" 2 "--codecs" -- "${bc[@]}" --codecs carrier-pigeon
+new_case; expect bench "compress --codecs , (none)" 2 "--codecs" -- "${bc[@]}" --codecs ,
+new_case; expect bench "compress --iters 0" 2 "--iters" -- "${bc[@]}" --iters 0
+new_case; expect bench "compress --warmup -1" 2 "--warmup" -- "${bc[@]}" --warmup -1
+new_case; null_device
+expect -q bench "compress --csv a device (a null device like /dev/null: never replaced)" 2 "--csv" -- "${bc[@]}" --csv null
+new_case; mkfifo c.csv
+expect bench "compress --csv a FIFO (hung)" 2 "--csv" -- "${bc[@]}" --csv c.csv
+new_case; echo keep >target && ln -s target c.csv
+expect -q bench "compress --csv a symlink (followed)" 2 "--csv" -- "${bc[@]}" --csv c.csv
+new_case; mkdir c.csv
+expect bench "compress --csv a directory" 2 "--csv" -- "${bc[@]}" --csv c.csv
+
+# ---------------------------------------------------------------- sweep
+sw=("$ptrain" sweep --data "$fm" --strategies hogwild --threads 2 --batch 32 --lr 0.01 --repetitions 1 --epochs 1)
+new_case; expect -q sweep "--threads -1" 2 "--threads" -- "${sw[@]}" --threads -1 --csv s.csv
+new_case; expect sweep "--threads 100000" 2 "--threads" -- "${sw[@]}" --threads 100000 --csv s.csv
+new_case; expect sweep "--batch -1" 2 "--batch" -- "${sw[@]}" --batch -1 --csv s.csv
+new_case; expect sweep "--batch 0" 2 "--batch" -- "${sw[@]}" --batch 0 --csv s.csv
+new_case; expect sweep "--lr nan" 2 "--lr" -- "${sw[@]}" --lr nan --csv s.csv
+new_case; expect sweep "--lr -1" 2 "--lr" -- "${sw[@]}" --lr -1 --csv s.csv
+new_case; expect sweep "--repetitions 0" 2 "--repetitions" -- "${sw[@]}" --repetitions 0 --csv s.csv
+new_case; expect sweep "--repetitions 2000000000 (rows no memory holds)" 2 "--repetitions" -- \
+  "${sw[@]}" --repetitions 2000000000 --csv s.csv
+new_case; expect sweep "--strategies hybrid (not shared memory)" 2 "--strategies" -- "${sw[@]}" --strategies hybrid --csv s.csv
+new_case; expect sweep "--csv '' (empty path)" 2 "--csv" -- "${sw[@]}" --csv ""
+new_case; null_device
+expect -q sweep "--csv a device (a null device like /dev/null: never replaced)" 2 "--csv" -- "${sw[@]}" --csv null
+new_case; mkfifo s.csv
+expect sweep "--csv a FIFO" 2 "--csv" -- "${sw[@]}" --csv s.csv
+new_case; echo keep >target && ln -s target s.csv
+expect sweep "--csv a symlink" 2 "--csv" -- "${sw[@]}" --csv s.csv
+new_case; printf 'name,age\nbob,3\n' >s.csv
+expect -q sweep "--csv an unrelated CSV (not clobbered)" 2 "--csv" -- "${sw[@]}" --csv s.csv
+new_case; null_device
+expect sweep "--summary-csv a device (a null device like /dev/null: never replaced)" 2 "--summary-csv" -- "${sw[@]}" --csv s.csv --summary-csv null
+new_case; expect sweep "--csv in an unwritable place (/proc)" 2 "--csv" -- "${sw[@]}" --csv /proc/s.csv
+
+# ---------------------------------------------------------------- eval
+"$ptrain" train "${short[@]}" --model softmax --save "$T/model.pt" >/dev/null 2>&1
+new_case; expect -q eval "--model missing" 2 "m.pt" -- "$ptrain" eval --model m.pt --data "$fm"
+new_case; expect eval "--model /dev/null" 2 "/dev/null" -- "$ptrain" eval --model /dev/null --data "$fm"
+new_case; mkfifo m.pt
+expect -q eval "--model a FIFO" 2 "m.pt" -- "$ptrain" eval --model m.pt --data "$fm"
+new_case; head -c 1000 "$T/model.pt" >m.pt
+expect eval "--model truncated" 2 "m.pt" -- "$ptrain" eval --model m.pt --data "$fm"
+new_case; cp "$fx/plans/plan-binary.json" m.pt
+expect eval "--model not a model" 2 "m.pt" -- "$ptrain" eval --model m.pt --data "$fm"
+new_case; expect -q eval "test images 27x27 for a model of 28x28" 2 "[1, 27, 27]" -- "$ptrain" eval --model "$T/model.pt" --data "$fx/fm27"
+new_case; null_device
+expect eval "--report a device (a null device like /dev/null: never replaced)" 2 "--report" -- "$ptrain" eval --model "$T/model.pt" --data "$fm" --report null
+new_case; data_with_images fifo
+expect eval "data with a FIFO (training images unused)" 0 "" -- "$ptrain" eval --model "$T/model.pt" --data d --quiet
