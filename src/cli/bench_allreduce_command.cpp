@@ -249,7 +249,7 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
     try {
       algorithms = {parse_allreduce_algorithm(o.algo)};
     } catch (const Error&) {  // its message names the plan's field, not --algo
-      throw Error("--algo " + o.algo + ": unknown algorithm (choose native, ring, hd, tree or all)");
+      throw Error("--algo " + o.algo + ": unknown algorithm (choose native, ring, hd, tree, hierarchical or all)");
     }
   const std::vector<size_t> sizes = parse_byte_sizes(o.sizes);
   if (!mpi && o.ranks > kMaxThreads)
@@ -264,7 +264,7 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   // Checked before any measurement, written whole at the end (core/atomic_file.hpp).
   const bool csv = !o.csv_path.empty() && speaker;
   if (csv) check_writable(o.csv_path, "--csv");
-  std::string csv_text = "backend,algorithm,ranks,bytes,seconds,algbw_gbps,busbw_gbps,correct\n";
+  std::string csv_text = "backend,algorithm,ranks,bytes,seconds,algbw_gbps,busbw_gbps,correct,ceiling_pct\n";
   // nccl-tests: algbw = bytes / time; busbw = algbw * 2(n-1)/n, what each link carries.
   const double bus_factor = 2.0 * (o.ranks - 1) / o.ranks;
   if (speaker) {
@@ -277,6 +277,9 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
     if (const MpiTransport* transport = mpi ? mpi_transport_in_use() : nullptr)
       fmt::print("transport: {}\n", transport->description);
   }
+  // How close an all-reduce comes to memory speed: it reads and writes each
+  // byte at least once, so 2 x bytes / time over the slowest rank's copy rate.
+  double slowest_copy = 0;
   {
     // Beyond the caches, whatever the sizes asked for.
     const size_t copy_bytes = std::max<size_t>(sizes.back(), size_t{64} << 20);
@@ -284,16 +287,17 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
     if (speaker) {
       double total = 0, slowest = rates.empty() ? 0 : rates[0];
       for (double r : rates) total += r, slowest = std::min(slowest, r);
+      slowest_copy = slowest;
       fmt::print(
           "memory copy ceiling (STREAM-like copy of {}, {} ranks at once, read+write bytes): {:.2f} GB/s "
           "in all, {:.2f} GB/s for the slowest rank\n",
           human_bytes(copy_bytes), o.ranks, total / 1e9, slowest / 1e9);
-      csv_text += fmt::format("{},stream-copy,{},{},,{:.6f},,true\n", o.backend, o.ranks, copy_bytes, total / 1e9);
+      csv_text += fmt::format("{},stream-copy,{},{},,{:.6f},,true,\n", o.backend, o.ranks, copy_bytes, total / 1e9);
     }
   }
   if (speaker)
-    fmt::print("{:>6} {:>10} {:>12} {:>12} {:>12} {:>6}\n", "algo", "size", "time (us)", "algbw GB/s",
-               "busbw GB/s", "check");
+    fmt::print("{:>12} {:>10} {:>12} {:>12} {:>12} {:>6} {:>10}\n", "algo", "size", "time (us)", "algbw GB/s",
+               "busbw GB/s", "check", "ceiling %");
   bool all_correct = true;
   for (AllreduceAlgorithm algorithm : algorithms)
     for (size_t bytes : sizes) {
@@ -303,11 +307,13 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
       all_correct &= m.correct;
       if (!speaker) continue;
       const double algbw = static_cast<double>(floats * sizeof(float)) / m.seconds / 1e9;
-      fmt::print("{:>6} {:>10} {:>12.1f} {:>12.3f} {:>12.3f} {:>6}\n", to_string(algorithm),
+      const double ceiling = slowest_copy > 0 ? 100 * 2 * algbw * 1e9 / slowest_copy : 0;
+      fmt::print("{:>12} {:>10} {:>12.1f} {:>12.3f} {:>12.3f} {:>6} {:>10.1f}\n", to_string(algorithm),
                  human_bytes(floats * sizeof(float)), m.seconds * 1e6, algbw, algbw * bus_factor,
-                 m.correct ? "ok" : "WRONG");
-      csv_text += fmt::format("{},{},{},{},{:.9f},{:.6f},{:.6f},{}\n", o.backend, to_string(algorithm), o.ranks,
-                              floats * sizeof(float), m.seconds, algbw, algbw * bus_factor, m.correct);
+                 m.correct ? "ok" : "WRONG", ceiling);
+      csv_text += fmt::format("{},{},{},{},{:.9f},{:.6f},{:.6f},{},{:.2f}\n", o.backend, to_string(algorithm),
+                              o.ranks, floats * sizeof(float), m.seconds, algbw, algbw * bus_factor, m.correct,
+                              ceiling);
     }
   if (csv) write_text_file(o.csv_path, csv_text, "--csv");
   if (!all_correct)

@@ -54,7 +54,9 @@ void validate_step_model(const StepModelConfig& c) {
     throw Error(fmt::format("--cores-per-rank must be > 0 (got {})", c.cores_per_rank));
   if (c.servers < 1) throw Error("--servers must be at least 1");
   if (c.local_workers < 1) throw Error("--local-workers must be at least 1");
-  positive(c.memory_bytes_s, "--memory-bandwidth");
+  if (!(c.memory_bytes_s > 0) || !(c.memory_bytes_s <= 1e15))
+    throw Error(fmt::format("--memory-bandwidth must be > 0 and at most 1e6 GB/s (got {:g} GB/s)",
+                            c.memory_bytes_s / 1e9));
   if (!(c.straggler_mean >= 0) || !std::isfinite(c.straggler_mean))
     throw Error(fmt::format("--straggler-mean must be >= 0 (got {})", c.straggler_mean));
 }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "core/run_failure.hpp"
@@ -234,13 +235,21 @@ TEST(PtrainCli, BenchAllreduceChecksEveryAlgorithm) {
   const Outcome o =
       run_ptrain("bench allreduce --ranks 3 --sizes 4KiB:64KiB --iters 2 --csv " + dir.file("allreduce.csv"));
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  for (const char* algo : {"native", "ring", "hd", "tree"})
+  for (const char* algo : {"native", "ring", "hd", "tree", "hierarchical"})
     EXPECT_NE(o.out.find(algo), std::string::npos) << algo;
   EXPECT_EQ(o.out.find("WRONG"), std::string::npos) << o.out;
   const auto csv = test::read_bytes(dir.file("allreduce.csv"));
-  // The header, the memory-copy ceiling, 4 algorithms x 3 sizes.
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 1 + 4 * 3);
+  // The header, the memory-copy ceiling, 5 algorithms x 3 sizes.
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 1 + 5 * 3);
   EXPECT_NE(o.out.find("memory copy ceiling"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("ceiling %"), std::string::npos) << o.out;
+  // Each measurement's share of the memory-copy ceiling, the CSV's last field.
+  std::istringstream rows(std::string(csv.begin(), csv.end()));
+  std::string row;
+  std::getline(rows, row);
+  EXPECT_TRUE(row.ends_with(",ceiling_pct")) << row;
+  while (std::getline(rows, row))
+    if (row.find("stream-copy") == std::string::npos) EXPECT_GT(std::stod(row.substr(row.rfind(',') + 1)), 0) << row;
   const Outcome bad = run_ptrain("bench allreduce --sizes 4XB");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--sizes '4XB'"), std::string::npos) << bad.err;

@@ -192,7 +192,7 @@ TEST(StepTimeModel, RejectsImpossibleInputs) {
             "--exchange: unknown exchange 'tree' (choose ring, hd, allgather, ps or hierarchical)");
   c = hand_case(ExchangeKind::Hierarchical);
   c.memory_bytes_s = 0;
-  EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--memory-bandwidth must be > 0 (got 0)");
+  EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--memory-bandwidth must be > 0 and at most 1e6 GB/s (got 0 GB/s)");
 }
 
 TEST(Calibration, ComputeIsTheMeasuredStepLessTheModelledExchange) {
