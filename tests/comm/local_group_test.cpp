@@ -124,7 +124,8 @@ TEST_P(AllreduceAlgorithms, CollectivesStillWorkAfterOthers) {
 
 INSTANTIATE_TEST_SUITE_P(All, AllreduceAlgorithms,
                          ::testing::Values(AllreduceAlgorithm::Native, AllreduceAlgorithm::Ring,
-                                           AllreduceAlgorithm::HalvingDoubling, AllreduceAlgorithm::Tree),
+                                           AllreduceAlgorithm::HalvingDoubling, AllreduceAlgorithm::Tree,
+                                           AllreduceAlgorithm::Hierarchical),
                          [](const auto& info) { return to_string(info.param); });
 
 TEST(RingAllreduce, SmallChunksGiveTheSameBits) {
@@ -184,6 +185,30 @@ TEST(LocalCollectives, TimeoutNamesTheMissingWorker) {
     EXPECT_NE(errors[static_cast<size_t>(r)].find("worker(s) 2"), std::string::npos)
         << errors[static_cast<size_t>(r)];
   }
+}
+
+// The threads of one MPI rank in a hierarchical run are workers rank x T ..:
+// the group names its members so.
+TEST(LocalGroup, NamesItsMembersFromTheirFirstWorker) {
+  auto group = std::make_shared<LocalGroup>(2, std::chrono::milliseconds(200), 4);
+  std::string barrier, message;
+  std::thread first([&] {
+    try {
+      group->arrive_and_wait(0, "barrier");  // member 1 (worker 5) never arrives
+    } catch (const Error& e) {
+      barrier = e.what();
+    }
+  });
+  first.join();
+  EXPECT_EQ(barrier, "barrier: timed out after 0.2 s waiting for worker(s) 5 (on worker 4)");
+  auto other = std::make_shared<LocalGroup>(2, std::chrono::milliseconds(200), 4);
+  std::vector<std::byte> in(3);
+  try {
+    other->take(1, 0, 1, in);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_TRUE(message.starts_with("ring allreduce: worker 4 timed out after 0.2 s waiting for worker 5")) << message;
 }
 
 // Spins until this thread has run for `cpu` (time stopped does not count).
