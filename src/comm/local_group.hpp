@@ -114,6 +114,14 @@ size_t slice_begin(size_t count, int r, int n);
 // (core/half.hpp). `out` may be a published buffer.
 void sum_published(LocalGroup& group, size_t lo, size_t hi, float* out);
 void sum_published(LocalGroup& group, size_t lo, size_t hi, uint16_t* out);
+// Elements [lo, hi) of every member's buffer summed in member order, as
+// sum_published, and written back into every member's buffer: an owner that
+// spreads its slice itself reads and writes each byte once, where summing into
+// its own buffer and copying the others' slices afterwards moves half as much
+// again (for 2 members). Members publish their buffers to be reduced in place.
+// T: float or uint16_t (halves, summed in fp32 and rounded once, saturating).
+template <typename T>
+void sum_published_to_all(LocalGroup& group, size_t lo, size_t hi);
 // Every other member's slice of `out`, copied from its buffer; the bytes read.
 uint64_t copy_published_slices(LocalGroup& group, int me, std::span<float> out);
 uint64_t copy_published_slices(LocalGroup& group, int me, std::span<uint16_t> out);

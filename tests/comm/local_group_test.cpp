@@ -60,6 +60,30 @@ TEST_P(AllreduceAlgorithms, SumForEveryRankCountAndSize) {
   }
 }
 
+// The native all-reduce's sum is in worker order, whatever the threads'
+// timing: its bits are those of a plain loop, on every worker.
+TEST(LocalAllreduce, NativeSumsInWorkerOrder) {
+  for (int size : {2, 3, 5}) {
+    for (size_t n : {size_t{1}, size_t{2047}, size_t{2049}, size_t{100003}}) {
+      std::vector<float> expected = rank_data(0, n);
+      for (int r = 1; r < size; ++r) {
+        const auto v = rank_data(r, n);
+        for (size_t i = 0; i < n; ++i) expected[i] += v[i];
+      }
+      std::vector<std::vector<float>> results(static_cast<size_t>(size));
+      auto errors = test::run_local_workers(size, std::chrono::seconds(60), [&](int r, LocalCommunicator& comm) {
+        auto v = rank_data(r, n);
+        comm.allreduce(v, AllreduceAlgorithm::Native);
+        results[static_cast<size_t>(r)] = std::move(v);
+      });
+      for (int r = 0; r < size; ++r) {
+        ASSERT_EQ(errors[static_cast<size_t>(r)], "");
+        ASSERT_EQ(results[static_cast<size_t>(r)], expected) << "size " << size << " n " << n << " rank " << r;
+      }
+    }
+  }
+}
+
 // "allreduce" for native, "ring allreduce" and so on otherwise: how errors name the collective.
 std::string collective_name(AllreduceAlgorithm a) {
   return a == AllreduceAlgorithm::Native ? "allreduce" : to_string(a) + " allreduce";
