@@ -81,7 +81,13 @@ void sync_directory(const std::string& dir) {
 }
 
 void write_file_atomically(const std::string& path, std::span<const std::byte> bytes, const std::string& label,
-                           bool sync_dir) {
+                           Flush flush) {
+  const std::span<const std::byte> pieces[] = {bytes};
+  write_file_atomically(path, pieces, label, flush);
+}
+
+void write_file_atomically(const std::string& path, std::span<const std::span<const std::byte>> pieces,
+                           const std::string& label, Flush flush) {
   check_output_path(path, label);
   const std::string dir = directory_of(path);
   std::string name = ".";  // hidden, and never a name ptrain writes on purpose
@@ -92,8 +98,8 @@ void write_file_atomically(const std::string& path, std::span<const std::byte> b
   if (file.fd < 0) write_failed(label, "cannot create a temporary file in " + dir);
   TemporaryFileGuard guard(tmp);  // a SIGINT or SIGTERM from here on removes it
   try {
-    write_all(file.fd, bytes, label);
-    if (::fsync(file.fd) != 0) write_failed(label, "cannot flush to disk");
+    for (const auto piece : pieces) write_all(file.fd, piece, label);
+    if (flush != Flush::none && ::fsync(file.fd) != 0) write_failed(label, "cannot flush to disk");
     // mkstemp makes 0600; a result file is as readable as any other the user writes.
     const mode_t mask = ::umask(0);
     ::umask(mask);
@@ -109,7 +115,14 @@ void write_file_atomically(const std::string& path, std::span<const std::byte> b
     throw;
   }
   guard.release();
-  if (sync_dir) sync_directory(dir);  // the rename itself on disk
+  if (flush == Flush::all) sync_directory(dir);  // the rename itself on disk
+}
+
+void flush_file(const std::string& path, const std::string& label) {
+  Fd file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (file.fd < 0) write_failed(label, "cannot open to flush to disk");
+  if (::fsync(file.fd) != 0) write_failed(label, "cannot flush to disk");
 }
 
 std::vector<std::byte> read_regular_file(const std::string& path, const std::string& label) {
