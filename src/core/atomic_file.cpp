@@ -47,9 +47,8 @@ void write_all(int fd, std::span<const std::byte> bytes, const std::string& labe
   }
 }
 
-}  // namespace
-
-void check_output_path(const std::string& path, const std::string& label) {
+// check_output_path but for the probe: what the file's own mkstemp tells anyway.
+void check_target(const std::string& path, const std::string& label) {
   if (path.empty()) throw Error(label + ": empty path");
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
@@ -63,6 +62,13 @@ void check_output_path(const std::string& path, const std::string& label) {
   struct stat dst {};
   if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
     throw Error(label + ": directory " + dir + " does not exist");
+}
+
+}  // namespace
+
+void check_output_path(const std::string& path, const std::string& label) {
+  check_target(path, label);
+  const std::string dir = directory_of(path);
   // Whether a file can be made there, by making one: access() says yes to
   // root in /proc or on a read-only bind mount, and the run's result was
   // lost at its end.
@@ -88,7 +94,7 @@ void write_file_atomically(const std::string& path, std::span<const std::byte> b
 
 void write_file_atomically(const std::string& path, std::span<const std::span<const std::byte>> pieces,
                            const std::string& label, Flush flush) {
-  check_output_path(path, label);
+  check_target(path, label);
   const std::string dir = directory_of(path);
   std::string name = ".";  // hidden, and never a name ptrain writes on purpose
   name.append(std::filesystem::path(path).filename().string()).append(".XXXXXX");
