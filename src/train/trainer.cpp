@@ -349,9 +349,10 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   auto epoch_seconds = [&] { return epoch_seconds_before + epoch_clock.seconds(); };
   // Every worker writes its part, then worker 0 commits them with the manifest.
   // `key` names the checkpoint: the step (lockstep), or all workers' steps.
+  StateWriter w;  // lockstep: kept between checkpoints, so that it does not grow again each time
   auto write_checkpoint = [&](size_t next_epoch, uint64_t key) {
     comm.barrier();  // every worker's step done (sequential turns end one after another)
-    StateWriter w;
+    w.clear();
     w.put_value("step", static_cast<uint64_t>(step));
     if (rank == 0 || !side->replicated()) {
       w.put("params", std::span<const float>(replica.params()));
