@@ -41,11 +41,9 @@ void CheckpointWriter::submit(uint64_t step, std::vector<std::byte> state) {
 }
 
 std::string CheckpointWriter::write_part_now(uint64_t step, std::span<const std::byte> state) {
-  {
-    std::unique_lock lock(mutex_);
-    wait_idle(lock);
-    if (!failure_.empty()) return failure_;
-  }
+  // No wait for the flush of the one before (a disk may take longer than an
+  // interval): it never touches a newer checkpoint's files.
+  if (std::string failed = failure(); !failed.empty()) return failed;
   try {
     store_.write_part(step, run_, rank_, state, Flush::none);
   } catch (const std::exception& e) {
@@ -63,6 +61,8 @@ std::string CheckpointWriter::publish_now(uint64_t step) {
   }
   std::lock_guard lock(mutex_);
   ++committed_;
+  // A flush not begun yet was for an older checkpoint: this one's stands for
+  // it (that one stays until pruned, resumable but never flushed itself).
   job_ = Job{step, {}, true};
   changed_.notify_all();
   return {};

@@ -9,15 +9,18 @@
 // resumable after a kill of the process, before any worker takes the next
 // step, so a kill loses at most one interval. Worker 0's writer thread then
 // flushes the parts, the manifest and the directory to disk, and only then
-// removes older checkpoints, so that one on disk is always kept.
+// removes older checkpoints, so that one on disk is always kept. Training
+// does not wait for a flush: when checkpoints come faster than the disk
+// flushes them, the thread flushes the newest when it is free, skipping those
+// in between.
 //
 // The others (their workers never wait for each other between steps): the
 // worker hands over its serialized state and trains on while this writer's
 // thread seals it, writes it and flushes it; worker 0's writer then waits for
 // every worker's part to appear and commits the checkpoint with its manifest.
 //
-// One checkpoint is in flight per worker: the next waits for the last. A
-// checkpoint that fails (a full disk, a flush that failed, a part that never
+// On that path one checkpoint is in flight per worker: the next waits for
+// the last. Either way a checkpoint that fails (a full disk, a flush that failed, a part that never
 // came) is kept as this writer's failure, which the trainer asks after every
 // step, so that every worker stops at the same step and the run ends with its
 // checkpoints before that one intact.
@@ -59,8 +62,8 @@ class CheckpointWriter {
   // Hands over this worker's state at `step`, once the previous checkpoint is
   // written. After a failure nothing more is written: the state is dropped.
   void submit(uint64_t step, std::vector<std::byte> state);
-  // Lockstep: writes this worker's part at `step` now (unflushed), once the
-  // previous checkpoint is flushed. Returns the failure as one line ("": none).
+  // Lockstep: writes this worker's part at `step` now (unflushed). Returns
+  // the failure as one line ("": none; after a failure nothing is written).
   std::string write_part_now(uint64_t step, std::span<const std::byte> state);
   // Lockstep, worker 0, once every worker's part at `step` is written: the
   // manifest now (unflushed), and the flushes handed to this writer's thread.
