@@ -4,7 +4,9 @@
 // symlink or other file is followed or reused), flushed to disk, renamed over
 // the target and the directory flushed too. A crash at any moment leaves the
 // old file or the new one, never half of either; a SIGINT or SIGTERM leaves
-// no temporary file either (core/temporary_files.hpp).
+// no temporary file either (core/temporary_files.hpp). A caller that flushes
+// later (Flush below) keeps that across a crash of the process, and across a
+// power loss once it has flushed.
 #include <cerrno>
 #include <cstddef>
 #include <span>

@@ -135,7 +135,7 @@ std::string CheckpointStore::part_path(uint64_t step, uint64_t run, int rank) co
 CheckpointPart CheckpointStore::write_part(uint64_t step, uint64_t run, int rank, std::span<const std::byte> state,
                                            Flush flush) const {
   // The directory is flushed once for every part: by commit() or make_durable().
-  return write_sealed(dir_, part_path(step, run, rank), kPartMagic, state, flush == Flush::all ? Flush::file : flush);
+  return write_sealed(dir_, part_path(step, run, rank), kPartMagic, state, flush);
 }
 
 std::vector<CheckpointPart> CheckpointStore::wait_for_parts(uint64_t step, uint64_t run, int workers,

@@ -104,7 +104,7 @@ void CheckpointWriter::loop() {
         try {
           store_.make_durable(job.step, run_, workers_);
         } catch (const std::exception&) {
-          store_.withdraw(job.step);  // not on disk: resuming takes the one before, which is
+          store_.withdraw(job.step);  // not on disk: a resume takes the one before it
           throw;
         }
       } else {
