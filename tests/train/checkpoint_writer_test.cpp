@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <barrier>
 #include <filesystem>
+#include <thread>
 
 #include "test_support.hpp"
 
@@ -84,6 +87,44 @@ TEST(CheckpointWriter, AFailedFlushIsAFailureAndTheDurableCheckpointBeforeStays)
   EXPECT_EQ(w.store.newest()->step, 10u);
   EXPECT_EQ(w.writers[0]->write_part_now(30, state_of(30, 0)), failure);  // nothing more is written
   EXPECT_FALSE(fs::exists(w.store.part_path(30, kRun, 0)));
+}
+
+// As the trainer drives them: three workers' threads write their parts,
+// meet, worker 0 publishes, they meet again and go on, while worker 0's
+// writer thread flushes and prunes behind them (a race here is TSan's to find).
+TEST(CheckpointWriter, WorkersCommitWhileTheFlushesAndPrunesGoOnBehindThem) {
+  test::ScratchDir dir;
+  const CheckpointStore store(dir.path().string(), 2);
+  constexpr int kWorkers = 3;
+  constexpr uint64_t kCheckpoints = 30;
+  std::vector<std::unique_ptr<CheckpointWriter>> writers;
+  for (int r = 0; r < kWorkers; ++r)
+    writers.push_back(std::make_unique<CheckpointWriter>(store, r, kWorkers, kRun, "{}", kTimeout));
+  std::barrier meet(kWorkers);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int r = 0; r < kWorkers; ++r)
+    threads.emplace_back([&, r] {
+      for (uint64_t step = 1; step <= kCheckpoints; ++step) {
+        if (!writers[static_cast<size_t>(r)]->write_part_now(step, state_of(step, r)).empty()) ++failures;
+        meet.arrive_and_wait();
+        if (r == 0 && !writers[0]->publish_now(step).empty()) ++failures;
+        meet.arrive_and_wait();
+      }
+    });
+  for (auto& t : threads) t.join();
+  writers[0]->finish();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(writers[0]->failure(), "");
+  EXPECT_EQ(writers[0]->committed(), kCheckpoints);
+  const auto found = store.newest();
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->step, kCheckpoints);
+  for (int r = 0; r < kWorkers; ++r) EXPECT_EQ(store.read_part(*found, r), state_of(kCheckpoints, r));
+  // The last flush was of the last checkpoint: the newest 2 up to it are left, and their parts only.
+  EXPECT_EQ(manifests_in(dir.path()), (std::vector<std::string>{"step-000000000029.ckpt", "step-000000000030.ckpt"}));
+  EXPECT_EQ(static_cast<size_t>(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator())),
+            2u * (kWorkers + 1));
 }
 
 TEST(CheckpointWriter, APartThatCannotBeWrittenIsReturnedAsOneLine) {
