@@ -12,6 +12,7 @@
 #include "cli/byte_size.hpp"
 #include "cli/path_option.hpp"
 #include "comm/allreduce_algorithms.hpp"
+#include "comm/hierarchical_communicator.hpp"
 #include "comm/local_group.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
@@ -77,26 +78,33 @@ Measurement combine(const std::vector<Measurement>& all) {
   return m;
 }
 
-// Runs `body` on `ranks` pinned threads of one local group; rethrows the first error.
-void on_local_ranks(int ranks, const std::function<void(LocalCommunicator&)>& body) {
-  auto group = std::make_shared<LocalGroup>(ranks);
+// Runs `body(t)` on the group's threads, pinned; rethrows the first error.
+void on_threads(LocalGroup& group, const std::function<void(int)>& body) {
   std::string first_error;
   std::mutex error_mutex;
   std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
+  for (int t = 0; t < group.size(); ++t)
+    threads.emplace_back([&, t] {
       try {
-        pin_current_thread(r);
-        LocalCommunicator comm(group, r);
-        body(comm);
+        pin_current_thread(t);
+        body(t);
       } catch (const std::exception& e) {
         std::lock_guard lock(error_mutex);
         if (first_error.empty()) first_error = e.what();
-        group->abort(e.what());
+        group.abort(e.what());
       }
     });
   for (auto& t : threads) t.join();
   if (!first_error.empty()) throw Error(first_error);
+}
+
+// Runs `body` on `ranks` pinned threads of one local group.
+void on_local_ranks(int ranks, const std::function<void(LocalCommunicator&)>& body) {
+  auto group = std::make_shared<LocalGroup>(ranks);
+  on_threads(*group, [&](int r) {
+    LocalCommunicator comm(group, r);
+    body(comm);
+  });
 }
 
 Measurement measure_local(int ranks, size_t floats, AllreduceAlgorithm algorithm, int iters, int warmup) {
@@ -107,9 +115,29 @@ Measurement measure_local(int ranks, size_t floats, AllreduceAlgorithm algorithm
   return combine(all);
 }
 
-Measurement measure_mpi(MpiCommunicator& comm, size_t floats, AllreduceAlgorithm algorithm, int iters,
-                        int warmup) {
-  const Measurement mine = measure_rank(comm, floats, algorithm, iters, warmup);
+// Under mpirun with --local-workers: each thread's communicators over the ranks.
+struct RankThreads {
+  std::vector<std::unique_ptr<MpiCommunicator>> across, mesh;
+};
+
+// This rank's part: its threads' slowest time, and whether all were right.
+Measurement measure_rank_or_threads(MpiCommunicator& comm, RankThreads& threads, size_t floats,
+                                    AllreduceAlgorithm algorithm, int iters, int warmup) {
+  if (threads.across.empty()) return measure_rank(comm, floats, algorithm, iters, warmup);
+  const int count = static_cast<int>(threads.across.size());
+  auto group = std::make_shared<LocalGroup>(count, std::chrono::seconds(60), comm.rank() * count);
+  std::vector<Measurement> mine(static_cast<size_t>(count));
+  on_threads(*group, [&](int t) {
+    const auto i = static_cast<size_t>(t);
+    HierarchicalCommunicator worker(group, t, *threads.across[i], *threads.mesh[i]);
+    mine[i] = measure_rank(worker, floats, algorithm, iters, warmup);
+  });
+  return combine(mine);
+}
+
+Measurement measure_mpi(MpiCommunicator& comm, RankThreads& threads, size_t floats, AllreduceAlgorithm algorithm,
+                        int iters, int warmup) {
+  const Measurement mine = measure_rank_or_threads(comm, threads, floats, algorithm, iters, warmup);
   std::vector<Measurement> all;
   for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span<const Measurement>(&mine, 1)))) {
     Measurement m;
@@ -170,8 +198,10 @@ CLI::App* add_bench_allreduce_command(CLI::App& bench, BenchAllreduceOptions& o)
   cmd->option_defaults()->always_capture_default();
   if (launched_by_mpi()) o.backend = "mpi";
   cmd->add_option("--backend", o.backend, "Communication backend: local (threads) or mpi (under mpirun)");
-  cmd->add_option("--algo", o.algo, "native, ring, hd, tree or all");
-  cmd->add_option("--ranks", o.ranks, "Workers (0: one per core)");
+  cmd->add_option("--algo", o.algo, "native, ring, hd, tree, hierarchical or all");
+  cmd->add_option("--ranks", o.ranks, "Workers (0: one per core; under mpirun, the ranks x --local-workers)");
+  cmd->add_option("--local-workers", o.local_workers,
+                  "Under mpirun: worker threads in each rank, thread t of rank r being worker r x T + t");
   cmd->add_option("--sizes", o.sizes, "Message sizes: one (1MiB) or a range in x4 steps (4KiB:256MiB)");
   cmd->add_option("--iters", o.iters, "Timed all-reduces per size");
   cmd->add_option("--warmup", o.warmup, "Untimed all-reduces per size first");
@@ -182,15 +212,29 @@ CLI::App* add_bench_allreduce_command(CLI::App& bench, BenchAllreduceOptions& o)
 
 int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   std::unique_ptr<MpiCommunicator> mpi;
+  RankThreads threads;
+  if (o.local_workers < 1 || o.local_workers > 256)
+    throw Error(fmt::format("--local-workers must be between 1 and 256 (got {})", o.local_workers));
   if (o.backend == "mpi") {
     if (!launched_by_mpi())
       throw Error("--backend mpi: start ptrain under mpirun (mpirun -np 4 ptrain bench ...)");
+    if (o.local_workers > 1 && !MpiRuntime::threads_multiple())
+      throw Error("--local-workers: worker threads in a rank call MPI at once, and this MPI library did not give "
+                  "MPI_THREAD_MULTIPLE");
     mpi = std::make_unique<MpiCommunicator>();
-    if (o.ranks != 0 && o.ranks != mpi->size())
-      throw Error(fmt::format("--ranks {} does not match the {} ranks mpirun started", o.ranks, mpi->size()));
-    o.ranks = mpi->size();
+    const int workers = mpi->size() * o.local_workers;
+    if (o.ranks != 0 && o.ranks != workers)
+      throw Error(fmt::format("--ranks {} does not match the {} workers mpirun started ({} ranks x {} threads)",
+                              o.ranks, workers, mpi->size(), o.local_workers));
+    o.ranks = workers;
+    for (int t = 0; t < o.local_workers && o.local_workers > 1; ++t) {  // collective: every rank in this order
+      threads.across.push_back(std::make_unique<MpiCommunicator>());
+      threads.mesh.push_back(t == 0 ? std::make_unique<MpiCommunicator>() : threads.mesh.front()->share());
+    }
   } else if (o.backend != "local") {
     throw Error("--backend: unknown backend '" + o.backend + "' (choose local or mpi)");
+  } else if (o.local_workers > 1) {
+    throw Error("--local-workers: worker threads inside MPI ranks need mpirun (on threads alone: --ranks)");
   }
   if (o.ranks == 0) o.ranks = static_cast<int>(std::max<size_t>(allowed_cpus().size(), 1));
   const bool speaker = !mpi || mpi->rank() == 0;
@@ -200,12 +244,12 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   std::vector<AllreduceAlgorithm> algorithms;
   if (o.algo == "all")
     algorithms = {AllreduceAlgorithm::Native, AllreduceAlgorithm::Ring, AllreduceAlgorithm::HalvingDoubling,
-                  AllreduceAlgorithm::Tree};
+                  AllreduceAlgorithm::Tree, AllreduceAlgorithm::Hierarchical};
   else
     try {
       algorithms = {parse_allreduce_algorithm(o.algo)};
     } catch (const Error&) {  // its message names the plan's field, not --algo
-      throw Error("--algo " + o.algo + ": unknown algorithm (choose native, ring, hd, tree or all)");
+      throw Error("--algo " + o.algo + ": unknown algorithm (choose native, ring, hd, tree, hierarchical or all)");
     }
   const std::vector<size_t> sizes = parse_byte_sizes(o.sizes);
   if (!mpi && o.ranks > kMaxThreads)
@@ -220,15 +264,22 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   // Checked before any measurement, written whole at the end (core/atomic_file.hpp).
   const bool csv = !o.csv_path.empty() && speaker;
   if (csv) check_writable(o.csv_path, "--csv");
-  std::string csv_text = "backend,algorithm,ranks,bytes,seconds,algbw_gbps,busbw_gbps,correct\n";
+  std::string csv_text = "backend,algorithm,ranks,bytes,seconds,algbw_gbps,busbw_gbps,correct,ceiling_pct\n";
   // nccl-tests: algbw = bytes / time; busbw = algbw * 2(n-1)/n, what each link carries.
   const double bus_factor = 2.0 * (o.ranks - 1) / o.ranks;
   if (speaker) {
-    fmt::print("all-reduce, backend {}, {} ranks, {} iterations per size (time: mean of the slowest rank)\n",
-               o.backend, o.ranks, o.iters);
+    fmt::print("all-reduce, backend {}, {} ranks{}, {} iterations per size (time: mean of the slowest rank)\n",
+               o.backend, o.ranks,
+               o.local_workers > 1 ? fmt::format(" ({} x {} worker threads)", o.ranks / o.local_workers,
+                                                 o.local_workers)
+                                   : "",
+               o.iters);
     if (const MpiTransport* transport = mpi ? mpi_transport_in_use() : nullptr)
       fmt::print("transport: {}\n", transport->description);
   }
+  // How close an all-reduce comes to memory speed: it reads and writes each
+  // byte at least once, so 2 x bytes / time over the slowest rank's copy rate.
+  double slowest_copy = 0;
   {
     // Beyond the caches, whatever the sizes asked for.
     const size_t copy_bytes = std::max<size_t>(sizes.back(), size_t{64} << 20);
@@ -236,30 +287,33 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
     if (speaker) {
       double total = 0, slowest = rates.empty() ? 0 : rates[0];
       for (double r : rates) total += r, slowest = std::min(slowest, r);
+      slowest_copy = slowest;
       fmt::print(
           "memory copy ceiling (STREAM-like copy of {}, {} ranks at once, read+write bytes): {:.2f} GB/s "
           "in all, {:.2f} GB/s for the slowest rank\n",
           human_bytes(copy_bytes), o.ranks, total / 1e9, slowest / 1e9);
-      csv_text += fmt::format("{},stream-copy,{},{},,{:.6f},,true\n", o.backend, o.ranks, copy_bytes, total / 1e9);
+      csv_text += fmt::format("{},stream-copy,{},{},,{:.6f},,true,\n", o.backend, o.ranks, copy_bytes, total / 1e9);
     }
   }
   if (speaker)
-    fmt::print("{:>6} {:>10} {:>12} {:>12} {:>12} {:>6}\n", "algo", "size", "time (us)", "algbw GB/s",
-               "busbw GB/s", "check");
+    fmt::print("{:>12} {:>10} {:>12} {:>12} {:>12} {:>6} {:>10}\n", "algo", "size", "time (us)", "algbw GB/s",
+               "busbw GB/s", "check", "ceiling %");
   bool all_correct = true;
   for (AllreduceAlgorithm algorithm : algorithms)
     for (size_t bytes : sizes) {
       const size_t floats = std::max<size_t>(bytes / sizeof(float), 1);
-      const Measurement m = mpi ? measure_mpi(*mpi, floats, algorithm, o.iters, o.warmup)
+      const Measurement m = mpi ? measure_mpi(*mpi, threads, floats, algorithm, o.iters, o.warmup)
                                 : measure_local(o.ranks, floats, algorithm, o.iters, o.warmup);
       all_correct &= m.correct;
       if (!speaker) continue;
       const double algbw = static_cast<double>(floats * sizeof(float)) / m.seconds / 1e9;
-      fmt::print("{:>6} {:>10} {:>12.1f} {:>12.3f} {:>12.3f} {:>6}\n", to_string(algorithm),
+      const double ceiling = slowest_copy > 0 ? 100 * 2 * algbw * 1e9 / slowest_copy : 0;
+      fmt::print("{:>12} {:>10} {:>12.1f} {:>12.3f} {:>12.3f} {:>6} {:>10.1f}\n", to_string(algorithm),
                  human_bytes(floats * sizeof(float)), m.seconds * 1e6, algbw, algbw * bus_factor,
-                 m.correct ? "ok" : "WRONG");
-      csv_text += fmt::format("{},{},{},{},{:.9f},{:.6f},{:.6f},{}\n", o.backend, to_string(algorithm), o.ranks,
-                              floats * sizeof(float), m.seconds, algbw, algbw * bus_factor, m.correct);
+                 m.correct ? "ok" : "WRONG", ceiling);
+      csv_text += fmt::format("{},{},{},{},{:.9f},{:.6f},{:.6f},{},{:.2f}\n", o.backend, to_string(algorithm),
+                              o.ranks, floats * sizeof(float), m.seconds, algbw, algbw * bus_factor, m.correct,
+                              ceiling);
     }
   if (csv) write_text_file(o.csv_path, csv_text, "--csv");
   if (!all_correct)

@@ -55,8 +55,14 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   cmd->add_option("--bandwidth", o.bandwidths_gbit, "Comma-separated link bandwidths, Gbit/s per direction")
       ->delimiter(',');
   cmd->add_option("--latency", o.latency_us, "Per-message latency, microseconds");
-  cmd->add_option("--exchange", o.exchanges, "Comma-separated: ring, hd, allgather (sparse, --density), ps")
+  cmd->add_option("--exchange", o.exchanges,
+                  "Comma-separated: ring, hd, allgather (sparse, --density), ps, hierarchical (--local-workers)")
       ->delimiter(',');
+  cmd->add_option("--local-workers", m.local_workers,
+                  "hierarchical: worker threads on each host (N / T hosts); a --calibrate report's run is modelled "
+                  "with its own");
+  cmd->add_option("--memory-bandwidth", o.memory_gbytes_s,
+                  "hierarchical: a host's memory bandwidth, GB/s read plus written (bench allreduce's copy ceiling)");
   cmd->add_option("--codec", o.codec, "Dense exchanges: none, fp16 or int8");
   cmd->add_option("--sparse-codec", o.sparse_codec, "allgather: dgc or topk, whose CPU cost --codec-costs gives");
   cmd->add_option("--codec-costs", o.codec_costs,
@@ -88,6 +94,7 @@ int run_simulate_command(SimulateOptions& o) {
   base.bytes_per_value = codec_bytes_per_value(o.codec);
   check_sparse_codec(o.sparse_codec);
   base.compute_per_sample_s = o.compute_per_sample_ms * 1e-3;
+  base.memory_bytes_s = o.memory_gbytes_s * 1e9;
   std::vector<ExchangeKind> exchanges;
   for (const auto& e : o.exchanges) exchanges.push_back(parse_exchange_kind(e));
   for (double b : o.bandwidths_gbit)

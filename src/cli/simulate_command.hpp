@@ -13,6 +13,7 @@ struct SimulateOptions {
   StepModelConfig model;
   double compute_per_sample_ms = 1;
   double latency_us = 50;
+  double memory_gbytes_s = 10;  // hierarchical: a host's memory bandwidth
   std::vector<double> bandwidths_gbit = {1, 10, 100};
   std::vector<size_t> workers = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
   std::vector<std::string> exchanges = {"ring", "hd", "allgather", "ps"};

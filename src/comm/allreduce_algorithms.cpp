@@ -203,6 +203,7 @@ void run_algorithm(Communicator& comm, std::span<typename Sum::Element> data, Al
     case AllreduceAlgorithm::Native:
       throw Error(std::string(what) + ": native is each backend's own");
     case AllreduceAlgorithm::Ring:
+    case AllreduceAlgorithm::Hierarchical:  // one worker per process: only the level between processes
       return ring<Sum>(comm, data, kAllreduceChunkBytes / sizeof(T));
     case AllreduceAlgorithm::HalvingDoubling:
       return halving_doubling<Sum>(comm, data);

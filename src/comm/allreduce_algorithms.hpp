@@ -39,7 +39,9 @@ void tree_allreduce(Communicator& comm, std::span<float> data);
 // comm.allreduce(data, algorithm): the backend runs its own or one of the above.
 void allreduce_with(Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm);
 
-// For backends: runs one of the algorithms above (not Native).
+// For backends: runs one of the algorithms above (not Native). Hierarchical is
+// the ring: a backend that calls this has one worker per process, so only the
+// level between processes is left.
 void run_allreduce_algorithm(Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm);
 
 // The same, over IEEE halves.

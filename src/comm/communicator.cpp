@@ -11,7 +11,8 @@ AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
   if (name == "ring") return AllreduceAlgorithm::Ring;
   if (name == "hd") return AllreduceAlgorithm::HalvingDoubling;
   if (name == "tree") return AllreduceAlgorithm::Tree;
-  throw Error("strategy.allreduce: unknown algorithm '" + name + "' (choose native, ring, hd or tree)");
+  if (name == "hierarchical") return AllreduceAlgorithm::Hierarchical;
+  throw Error("strategy.allreduce: unknown algorithm '" + name + "' (choose native, ring, hd, tree or hierarchical)");
 }
 
 void Communicator::allreduce_half(std::span<uint16_t> data, AllreduceAlgorithm algorithm) {
@@ -54,6 +55,8 @@ std::string to_string(AllreduceAlgorithm algorithm) {
       return "hd";
     case AllreduceAlgorithm::Tree:
       return "tree";
+    case AllreduceAlgorithm::Hierarchical:
+      return "hierarchical";
   }
   return "?";
 }

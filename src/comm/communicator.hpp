@@ -20,9 +20,15 @@ enum class AllreduceAlgorithm {
   Ring,             // reduce-scatter then all-gather around a ring, in chunks
   HalvingDoubling,  // recursive halving, then doubling (the "butterfly")
   Tree,             // binomial-tree reduce to rank 0, then broadcast
+  // Two levels: the workers that share a process reduce in shared memory, the
+  // processes all-reduce by ring (each thread of a process its own slice of
+  // the buffer), and the result is spread back in shared memory. Threads in
+  // one process: the shared-memory sum alone (native's bits); one worker per
+  // MPI rank: the ring (comm/hierarchical_communicator.hpp has both levels).
+  Hierarchical,
 };
 
-// "native", "ring", "hd", "tree"; throws ptrain::Error naming the value otherwise.
+// "native", "ring", "hd", "tree", "hierarchical"; throws ptrain::Error naming the value otherwise.
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name);
 std::string to_string(AllreduceAlgorithm algorithm);
 
@@ -73,10 +79,16 @@ class Communicator {
   // same tag arrive in the order they were sent.
   virtual void send(int peer, int tag, std::span<const std::byte> data) = 0;
   virtual void recv(int peer, int tag, std::span<std::byte> data) = 0;
-  // Sends to one peer and receives from another without deadlock.
-  virtual void sendrecv(int to, std::span<const std::byte> out, int from, std::span<std::byte> in, int tag) {
-    send(to, tag, out);
-    recv(from, tag, in);
+  // Sends to one peer and receives from another without deadlock, each
+  // direction with its own tag (as MPI_Sendrecv: the hierarchical backend
+  // carries a message's thread pair in its tag, which then differs each way).
+  virtual void sendrecv(int to, int send_tag, std::span<const std::byte> out, int from, int recv_tag,
+                        std::span<std::byte> in) {
+    send(to, send_tag, out);
+    recv(from, recv_tag, in);
+  }
+  void sendrecv(int to, std::span<const std::byte> out, int from, std::span<std::byte> in, int tag) {
+    sendrecv(to, tag, out, from, tag, in);
   }
   // Receives the next message with `tag` from any peer, whatever its size
   // (empty too): what a parameter server needs, which cannot know who pushes
@@ -97,6 +109,13 @@ class Communicator {
   // anyway and ignore this.
   enum class Waiting { Spin, Nap };
   virtual void set_waiting(Waiting) {}
+
+  // From another thread: ends this worker's waits, now and later, with an
+  // error that says `reason`, instead of at the timeout. A worker thread of an
+  // MPI rank that fails stops its siblings this way, which may be waiting on
+  // other ranks (comm/hierarchical_communicator.hpp). The local backend aborts
+  // its whole group.
+  virtual void interrupt(const std::string& reason) { static_cast<void>(reason); }
 
   const CommStats& stats() const { return stats_; }
 

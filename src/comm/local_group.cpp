@@ -31,8 +31,8 @@ inline void cpu_relax() {
 
 }  // namespace
 
-LocalGroup::LocalGroup(int size, std::chrono::milliseconds timeout)
-    : size_(size), timeout_(timeout), slots_(static_cast<size_t>(std::max(size, 0))) {
+LocalGroup::LocalGroup(int size, std::chrono::milliseconds timeout, int first_worker)
+    : size_(size), timeout_(timeout), first_worker_(first_worker), slots_(static_cast<size_t>(std::max(size, 0))) {
   if (size <= 0) throw Error("local group: needs at least one worker (got " + std::to_string(size) + ")");
   arrived_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size));
   oversubscribed_ = static_cast<size_t>(size) > std::max<size_t>(allowed_cpus().size(), 1);
@@ -97,8 +97,9 @@ void LocalGroup::arrive_and_wait(int rank, std::string_view what) {
   if (!done) {
     std::string missing;
     for (int r = 0; r < size_; ++r)
-      if (!arrived_[static_cast<size_t>(r)]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    abort_reason_ = collective_timeout(what, rank, timeout_, missing, "worker");
+      if (!arrived_[static_cast<size_t>(r)])
+        missing += (missing.empty() ? "" : ", ") + std::to_string(first_worker_ + r);
+    abort_reason_ = collective_timeout(what, first_worker_ + rank, timeout_, missing, "worker");
     aborted_ = true;
     cv_.notify_all();
     throw Error(abort_reason_);
@@ -109,7 +110,7 @@ std::string LocalGroup::absent_workers(int except) const {
   std::string absent;
   for (int r = 0; r < size_; ++r)
     if (r != except && in_call_[static_cast<size_t>(r)] == 0)
-      absent += (absent.empty() ? "" : ", ") + std::to_string(r);
+      absent += (absent.empty() ? "" : ", ") + std::to_string(first_worker_ + r);
   return absent;
 }
 
@@ -153,8 +154,8 @@ void LocalGroup::take(int from, int to, int tag, std::span<std::byte> data) {
   if (aborted_) throw Error(abort_reason_);
   if (!arrived) {
     const std::string absent = absent_workers(to);
-    abort_reason_ = fmt::format("{}: worker {} timed out after {} waiting for worker {}{}", tag_name(tag), to,
-                                seconds_text(timeout_), from,
+    abort_reason_ = fmt::format("{}: worker {} timed out after {} waiting for worker {}{}", tag_name(tag),
+                                first_worker_ + to, seconds_text(timeout_), first_worker_ + from,
                                 absent.empty() ? "" : " (worker(s) " + absent + " never arrived)");
     aborted_ = true;
     cv_.notify_all();
@@ -166,13 +167,13 @@ void LocalGroup::take(int from, int to, int tag, std::span<std::byte> data) {
   lock.unlock();
   if (message.size() != data.size())
     throw Error(fmt::format("{}: worker {} sent {} bytes but worker {} expected {} bytes", tag_name(tag),
-                            from, message.size(), to, data.size()));
+                            first_worker_ + from, message.size(), first_worker_ + to, data.size()));
   std::copy(message.begin(), message.end(), data.begin());
 }
 
 std::optional<AnyMessage> LocalGroup::take_any(int to, int tag, std::chrono::milliseconds wait) {
   if (wait < std::chrono::milliseconds(0))
-    throw Error(fmt::format("recv_any: worker {} got a negative wait ({} ms)", to, wait.count()));
+    throw Error(fmt::format("recv_any: worker {} got a negative wait ({} ms)", first_worker_ + to, wait.count()));
   WaitDeadline deadline(wait);
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -200,6 +201,106 @@ std::optional<AnyMessage> LocalGroup::take_any(int to, int tag, std::chrono::mil
   }
 }
 
+size_t slice_begin(size_t count, int r, int n) {
+  return count * static_cast<size_t>(r) / static_cast<size_t>(n);
+}
+
+void sum_published(LocalGroup& group, size_t lo, size_t hi, float* out) {
+  const int n = group.size();
+  std::vector<const float*> peers(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) peers[static_cast<size_t>(r)] = static_cast<const float*>(group.slot(r).data);
+  for (size_t i = lo; i < hi; ++i) {
+    float sum = peers[0][i];
+    for (int r = 1; r < n; ++r) sum += peers[static_cast<size_t>(r)][i];
+    out[i] = sum;
+  }
+}
+
+void sum_published(LocalGroup& group, size_t lo, size_t hi, uint16_t* out) {
+  const int n = group.size();
+  std::vector<const uint16_t*> peers(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) peers[static_cast<size_t>(r)] = static_cast<const uint16_t*>(group.slot(r).data);
+  constexpr size_t kBlock = 2048;  // fp32 partial sums that stay in L1
+  float sums[kBlock];
+  for (size_t b = lo; b < hi; b += kBlock) {
+    const size_t m = std::min(kBlock, hi - b);
+    const std::span<float> block(sums, m);
+    halves_to_floats({peers[0] + b, m}, block);
+    for (int r = 1; r < n; ++r) add_halves_to_floats({peers[static_cast<size_t>(r)] + b, m}, block);
+    floats_to_halves_saturating(block, {out + b, m});
+  }
+}
+
+template <>
+void sum_published_to_all<float>(LocalGroup& group, size_t lo, size_t hi) {
+  const int n = group.size();
+  std::vector<float*> peers(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r)  // published to be reduced in place
+    peers[static_cast<size_t>(r)] = static_cast<float*>(const_cast<void*>(group.slot(r).data));
+  // Summed a block at a time in L1, in member order (the bits of sum_published),
+  // each loop over one buffer so that it vectorizes.
+  constexpr size_t kBlock = 2048;
+  alignas(64) float sums[kBlock];
+  for (size_t b = lo; b < hi; b += kBlock) {
+    const size_t m = std::min(kBlock, hi - b);
+    const float* first = peers[0] + b;
+    for (size_t i = 0; i < m; ++i) sums[i] = first[i];
+    for (int r = 1; r < n; ++r) {
+      const float* p = peers[static_cast<size_t>(r)] + b;
+      for (size_t i = 0; i < m; ++i) sums[i] += p[i];
+    }
+    for (float* peer : peers) std::memcpy(peer + b, sums, m * sizeof(float));
+  }
+}
+
+template <>
+void sum_published_to_all<uint16_t>(LocalGroup& group, size_t lo, size_t hi) {
+  const int n = group.size();
+  std::vector<uint16_t*> peers(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r)
+    peers[static_cast<size_t>(r)] = static_cast<uint16_t*>(const_cast<void*>(group.slot(r).data));
+  constexpr size_t kBlock = 2048;
+  float sums[kBlock];
+  uint16_t halves[kBlock];
+  for (size_t b = lo; b < hi; b += kBlock) {
+    const size_t m = std::min(kBlock, hi - b);
+    const std::span<float> block(sums, m);
+    halves_to_floats({peers[0] + b, m}, block);
+    for (int r = 1; r < n; ++r) add_halves_to_floats({peers[static_cast<size_t>(r)] + b, m}, block);
+    floats_to_halves_saturating(block, {halves, m});
+    for (uint16_t* peer : peers) std::memcpy(peer + b, halves, m * sizeof(uint16_t));
+  }
+}
+
+namespace {
+
+template <typename T>
+uint64_t copy_slices(LocalGroup& group, int me, std::span<T> out) {
+  const int n = group.size();
+  uint64_t copied = 0;
+  for (int r = 0; r < n; ++r) {
+    if (r == me) continue;
+    const size_t a = slice_begin(out.size(), r, n), b = slice_begin(out.size(), r + 1, n);
+    if (b > a) std::memcpy(out.data() + a, static_cast<const T*>(group.slot(r).data) + a, (b - a) * sizeof(T));
+    copied += (b - a) * sizeof(T);
+  }
+  return copied;
+}
+
+}  // namespace
+
+uint64_t copy_published_slices(LocalGroup& group, int me, std::span<float> out) {
+  return copy_slices(group, me, out);
+}
+
+uint64_t copy_published_slices(LocalGroup& group, int me, std::span<uint16_t> out) {
+  return copy_slices(group, me, out);
+}
+
+uint64_t copy_published_slices(LocalGroup& group, int me, std::span<std::byte> out) {
+  return copy_slices(group, me, out);
+}
+
 LocalCommunicator::LocalCommunicator(std::shared_ptr<LocalGroup> group, int rank)
     : group_(std::move(group)), rank_(rank) {
   if (rank < 0 || rank >= group_->size())
@@ -218,83 +319,39 @@ void LocalCommunicator::enter(const CollectiveEntry& entry, const void* data, si
 }
 
 void LocalCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algorithm) {
-  LocalGroup::CallScope in_call(*group_, rank_);
-  const int n = size();
-  stats_.collectives++;
-  if (n == 1) return;
-  const auto entry = CollectiveEntry::allreduce(data.size(), algorithm);
-  enter(entry, data.data(), data.size_bytes());
-  if (algorithm != AllreduceAlgorithm::Native) {
-    // Nobody may enter the next collective, and overwrite its slot, while a
-    // peer still checks it.
-    group_->arrive_and_wait(rank_, entry.name());
-    return run_allreduce_algorithm(*this, data, algorithm);
-  }
-  // Each worker sums its own slice straight from every peer's buffer (in rank
-  // order, so the result does not depend on timing), then copies the others' slices.
-  const size_t count = data.size();
-  auto slice_begin = [&](int r) { return count * static_cast<size_t>(r) / static_cast<size_t>(n); };
-  const size_t lo = slice_begin(rank_), hi = slice_begin(rank_ + 1);
-  std::vector<const float*> peers(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) peers[static_cast<size_t>(r)] = static_cast<const float*>(group_->slot(r).data);
-  float* mine = data.data();
-  for (size_t i = lo; i < hi; ++i) {
-    float sum = peers[0][i];
-    for (int r = 1; r < n; ++r) sum += peers[static_cast<size_t>(r)][i];
-    mine[i] = sum;
-  }
-  group_->arrive_and_wait(rank_, "allreduce");
-  for (int r = 0; r < n; ++r) {
-    if (r == rank_) continue;
-    const size_t a = slice_begin(r), b = slice_begin(r + 1);
-    if (b > a) std::memcpy(mine + a, peers[static_cast<size_t>(r)] + a, (b - a) * sizeof(float));
-  }
-  // Nobody may change its buffer while a peer still copies from it.
-  group_->arrive_and_wait(rank_, "allreduce");
-  // Read from peers: their parts of my slice, then their slices. They read as much from me.
-  const uint64_t moved = ((static_cast<uint64_t>(n) - 1) * (hi - lo) + (count - (hi - lo))) * sizeof(float);
-  stats_.bytes_received += moved;
-  stats_.bytes_sent += moved;
+  native_or_algorithm(data, CollectiveEntry::allreduce(data.size(), algorithm));
 }
 
 void LocalCommunicator::allreduce_half(std::span<uint16_t> data, AllreduceAlgorithm algorithm) {
+  native_or_algorithm(data, CollectiveEntry::allreduce_half(data.size(), algorithm));
+}
+
+template <typename T>
+void LocalCommunicator::native_or_algorithm(std::span<T> data, const CollectiveEntry& entry) {
   LocalGroup::CallScope in_call(*group_, rank_);
   const int n = size();
   stats_.collectives++;
   if (n == 1) return;
-  const auto entry = CollectiveEntry::allreduce_half(data.size(), algorithm);
   enter(entry, data.data(), data.size_bytes());
-  if (algorithm != AllreduceAlgorithm::Native) {
-    group_->arrive_and_wait(rank_, entry.name());  // as in allreduce()
-    return run_allreduce_half_algorithm(*this, data, algorithm);
+  if (entry.algorithm != AllreduceAlgorithm::Native && entry.algorithm != AllreduceAlgorithm::Hierarchical) {
+    // Nobody may enter the next collective, and overwrite its slot, while a
+    // peer still checks it.
+    group_->arrive_and_wait(rank_, entry.name());
+    if constexpr (std::is_same_v<T, float>)
+      return run_allreduce_algorithm(*this, data, entry.algorithm);
+    else
+      return run_allreduce_half_algorithm(*this, data, entry.algorithm);
   }
-  // As the float native all-reduce, but each element of this worker's slice is
-  // summed in fp32 over the peers (in rank order) and rounded to half once.
-  const size_t count = data.size();
-  auto slice_begin = [&](int r) { return count * static_cast<size_t>(r) / static_cast<size_t>(n); };
-  const size_t lo = slice_begin(rank_), hi = slice_begin(rank_ + 1);
-  std::vector<const uint16_t*> peers(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r)
-    peers[static_cast<size_t>(r)] = static_cast<const uint16_t*>(group_->slot(r).data);
-  uint16_t* mine = data.data();
-  constexpr size_t kBlock = 2048;  // fp32 partial sums that stay in L1
-  float sums[kBlock];
-  for (size_t b = lo; b < hi; b += kBlock) {
-    const size_t m = std::min(kBlock, hi - b);
-    const std::span<float> block(sums, m);
-    halves_to_floats({peers[0] + b, m}, block);
-    for (int r = 1; r < n; ++r) add_halves_to_floats({peers[static_cast<size_t>(r)] + b, m}, block);
-    floats_to_halves_saturating(block, {mine + b, m});
-  }
+  // Each worker sums its own slice straight from every peer's buffer (in rank
+  // order, so the result does not depend on timing) and writes it into every
+  // buffer. Nobody may return, and change its buffer, while a peer still reads
+  // or writes it.
+  const size_t lo = slice_begin(data.size(), rank_, n), hi = slice_begin(data.size(), rank_ + 1, n);
+  sum_published_to_all<T>(*group_, lo, hi);
   group_->arrive_and_wait(rank_, entry.name());
-  for (int r = 0; r < n; ++r) {
-    if (r == rank_) continue;
-    const size_t a = slice_begin(r), b = slice_begin(r + 1);
-    if (b > a) std::memcpy(mine + a, peers[static_cast<size_t>(r)] + a, (b - a) * sizeof(uint16_t));
-  }
-  group_->arrive_and_wait(rank_, entry.name());  // nobody changes its buffer while a peer copies from it
+  // Read from peers: their parts of my slice; written into mine: their slices. As much the other way.
   const uint64_t moved =
-      ((static_cast<uint64_t>(n) - 1) * (hi - lo) + (count - (hi - lo))) * sizeof(uint16_t);
+      ((static_cast<uint64_t>(n) - 1) * (hi - lo) + (data.size() - (hi - lo))) * sizeof(T);
   stats_.bytes_received += moved;
   stats_.bytes_sent += moved;
 }

@@ -23,9 +23,12 @@ namespace ptrain {
 
 class LocalGroup {
  public:
-  explicit LocalGroup(int size, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // Errors name member r as worker `first_worker + r`: the threads of one MPI
+  // rank in a hierarchical run are workers rank x T .. rank x T + T - 1.
+  explicit LocalGroup(int size, std::chrono::milliseconds timeout = std::chrono::seconds(60), int first_worker = 0);
 
   int size() const { return size_; }
+  int first_worker() const { return first_worker_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   // Makes every current and future wait of this group throw ptrain::Error(reason).
@@ -74,6 +77,7 @@ class LocalGroup {
  private:
   const int size_;
   const std::chrono::milliseconds timeout_;
+  const int first_worker_;
   [[noreturn]] void throw_abort_reason();
 
   std::mutex mutex_;  // guards abort_reason_ and the sleep below
@@ -100,6 +104,29 @@ class LocalGroup {
   uint64_t next_sequence_ = 0;                              // under mutex_
 };
 
+// The shared-memory all-reduce over the buffers the members published in
+// their slots (Slot::data, `count` elements each, in place): member r of n owns
+// the elements from slice_begin(count, r, n) to slice_begin(count, r + 1, n),
+// sums them from every buffer, then copies the others' slices from theirs.
+size_t slice_begin(size_t count, int r, int n);
+// Elements [lo, hi) of every member's buffer, summed in member order into
+// out[lo, hi); halves are summed in fp32 and rounded once, saturating
+// (core/half.hpp). `out` may be a published buffer.
+void sum_published(LocalGroup& group, size_t lo, size_t hi, float* out);
+void sum_published(LocalGroup& group, size_t lo, size_t hi, uint16_t* out);
+// Elements [lo, hi) of every member's buffer summed in member order, as
+// sum_published, and written back into every member's buffer: an owner that
+// spreads its slice itself reads and writes each byte once, where summing into
+// its own buffer and copying the others' slices afterwards moves half as much
+// again (for 2 members). Members publish their buffers to be reduced in place.
+// T: float or uint16_t (halves, summed in fp32 and rounded once, saturating).
+template <typename T>
+void sum_published_to_all(LocalGroup& group, size_t lo, size_t hi);
+// Every other member's slice of `out`, copied from its buffer; the bytes read.
+uint64_t copy_published_slices(LocalGroup& group, int me, std::span<float> out);
+uint64_t copy_published_slices(LocalGroup& group, int me, std::span<uint16_t> out);
+uint64_t copy_published_slices(LocalGroup& group, int me, std::span<std::byte> out);
+
 class LocalCommunicator : public Communicator {
  public:
   LocalCommunicator(std::shared_ptr<LocalGroup> group, int rank);
@@ -108,9 +135,11 @@ class LocalCommunicator : public Communicator {
   int size() const override { return group_->size(); }
   std::string backend() const override { return "local"; }
 
+  // Native and Hierarchical (every worker shares this process): each worker
+  // sums its slice straight from the peers' buffers, in rank order.
   void allreduce(std::span<float> data, AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) override;
-  // Native: each worker sums its slice straight from the peers' buffers, in
-  // fp32 in rank order, and rounds to half once.
+  // Native and Hierarchical: each worker sums its slice straight from the
+  // peers' buffers, in fp32 in rank order, and rounds to half once.
   void allreduce_half(std::span<uint16_t> data,
                       AllreduceAlgorithm algorithm = AllreduceAlgorithm::Native) override;
   void broadcast(std::span<std::byte> data, int root) override;
@@ -119,6 +148,7 @@ class LocalCommunicator : public Communicator {
   void send(int peer, int tag, std::span<const std::byte> data) override;
   void recv(int peer, int tag, std::span<std::byte> data) override;
   std::optional<AnyMessage> recv_any(int tag, std::chrono::milliseconds wait) override;
+  void interrupt(const std::string& reason) override { group_->abort(reason); }
 
  private:
   // The entry check: publishes this worker's entry and buffer, waits for all,
@@ -126,6 +156,10 @@ class LocalCommunicator : public Communicator {
   // size. Peers may read the slot until the collective's next arrive_and_wait.
   void enter(const CollectiveEntry& entry, const void* data, size_t bytes);
   void check_peer(int peer) const;
+  // An all-reduce of floats or halves: the shared-memory sum, or one of the
+  // algorithms of comm/allreduce_algorithms.hpp over send and recv.
+  template <typename T>
+  void native_or_algorithm(std::span<T> data, const CollectiveEntry& entry);
 
   std::shared_ptr<LocalGroup> group_;
   int rank_;

@@ -15,11 +15,18 @@ enum MessageTag : int {
   kTagHalvingDoublingHalf = 7,
   kTagTreeHalf = 8,
   kTagRollCall = 9,    // after a native collective timed out: which ranks are still there (MPI backend)
+  kTagHierarchicalEntry = 10,  // the tokens of the entry check between ranks (hierarchical backend)
   kTagPsRequest = 20,  // worker to parameter-server shard (ps/ps_protocol.hpp)
   kTagPsReply = 21,    // shard to worker
 };
 
+// Every tag above is below this. The hierarchical backend sends a message
+// from thread a of one rank to thread b of another with tag + kTagSpan x
+// (a x T + b) (comm/hierarchical_communicator.hpp), which names as its tag.
+inline constexpr int kTagSpan = 32;
+
 inline std::string tag_name(int tag) {
+  if (tag >= kTagSpan) return tag_name(tag % kTagSpan);
   switch (tag) {
     case kTagRingAllreduce:
       return "ring allreduce";
@@ -30,6 +37,7 @@ inline std::string tag_name(int tag) {
     case kTagAllgather:
       return "allgatherv";
     case kTagCollectiveEntry:
+    case kTagHierarchicalEntry:
       return "collective entry";
     case kTagRingAllreduceHalf:
       return "fp16 ring allreduce";

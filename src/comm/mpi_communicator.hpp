@@ -4,8 +4,10 @@
 // that adds in fp32 and rounds back to half); the algorithms in comm/ run over
 // the point-to-point calls. Every call waits on non-blocking MPI requests with a
 // deadline, so a rank that never arrives is an error naming it, not a hang.
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "comm/collective_entry.hpp"
@@ -20,6 +22,8 @@ bool launched_by_mpi();
 // MPI_Init_thread on construction and MPI_Finalize on destruction (once per
 // process). Before MPI_Init it chooses the network the ranks may use
 // (comm/mpi_transport.hpp: shared memory only when all ranks share a host).
+// It asks for MPI_THREAD_MULTIPLE: worker threads in a rank (run.local_workers)
+// and their communication threads call MPI at once.
 class MpiRuntime {
  public:
   MpiRuntime(int* argc, char*** argv);
@@ -28,6 +32,8 @@ class MpiRuntime {
   MpiRuntime& operator=(const MpiRuntime&) = delete;
   const MpiTransport& transport() const { return *transport_; }
   int rank() const;  // in MPI_COMM_WORLD
+  // Whether MPI gave MPI_THREAD_MULTIPLE (any thread may call it at any time).
+  static bool threads_multiple();
   // Ends every rank of the job with `code` (after an error on one of them).
   [[noreturn]] static void abort_job(int code);
 
@@ -63,11 +69,16 @@ class MpiCommunicator : public Communicator {
   std::vector<std::vector<std::byte>> allgatherv(std::span<const std::byte> mine) override;
   void send(int peer, int tag, std::span<const std::byte> data) override;
   void recv(int peer, int tag, std::span<std::byte> data) override;
-  void sendrecv(int to, std::span<const std::byte> out, int from, std::span<std::byte> in, int tag) override;
+  using Communicator::sendrecv;
+  void sendrecv(int to, int send_tag, std::span<const std::byte> out, int from, int recv_tag,
+                std::span<std::byte> in) override;
   // MPI_Improbe on any source, polled until `wait` passes, then the matched
   // message is received. `tag` must not be negative (MPI_ANY_TAG is).
   std::optional<AnyMessage> recv_any(int tag, std::chrono::milliseconds wait) override;
   void set_waiting(Waiting waiting) override { waiting_ = waiting; }
+  // A wait polls for it: the call fails with `reason` (the communicator is
+  // then unusable), its requests given up as on a timeout.
+  void interrupt(const std::string& reason) override;
 
   // The ranks that pass the same `color` (not negative), in the order of their
   // rank here, as a communicator of their own with this one's timeout: e.g. the
@@ -77,13 +88,20 @@ class MpiCommunicator : public Communicator {
   // an error rather than a hang; a timeout leaves this communicator unusable.
   std::unique_ptr<MpiCommunicator> split(int color) const;
 
+  // Another handle on this same MPI communicator, for another thread of this
+  // process (needs MPI_THREAD_MULTIPLE): a message sent through one may be
+  // received through any, so the threads' tags must keep them apart. Each
+  // handle has its own counters, waiting and failure; a failure of any keeps
+  // the MPI communicator from being freed. Not collective.
+  std::unique_ptr<MpiCommunicator> share() const;
+
  private:
   struct Handle;  // the MPI_Comm and the half-sum MPI_Op, kept out of this header
 
-  // Takes over `handle`'s communicator (from split()).
-  MpiCommunicator(std::unique_ptr<Handle> handle, std::chrono::milliseconds timeout);
-  // Rank and size from handle_->comm, errors as return codes, the half-sum MPI_Op.
-  void set_up();
+  // A handle on `handle`'s communicator: a new one (from split()) is set up first.
+  MpiCommunicator(std::shared_ptr<Handle> handle, std::chrono::milliseconds timeout, bool set_up_first);
+  // Rank and size from handle_->comm; for a new communicator first errors as return codes and the half-sum MPI_Op.
+  void set_up(bool new_communicator);
 
   // The entry check above; throws ptrain::Error naming the collective.
   void enter(const CollectiveEntry& entry);
@@ -102,10 +120,14 @@ class MpiCommunicator : public Communicator {
   int size_ = 1;
   std::chrono::milliseconds timeout_;
   Waiting waiting_ = Waiting::Spin;
-  std::unique_ptr<Handle> handle_;
+  std::shared_ptr<Handle> handle_;  // shared by share()'s handles
   // The first failure's message; empty while usable. Mutable: a split() that
   // times out leaves MPI requests on this communicator, so it fails too.
   mutable std::string failure_;
+  // interrupt(): set from another thread, polled by every wait.
+  std::atomic<bool> interrupted_{false};
+  mutable std::mutex interrupt_mutex_;  // guards interrupt_reason_
+  std::string interrupt_reason_;
 };
 
 }  // namespace ptrain

@@ -33,6 +33,10 @@ Calibration calibrate_from_report(const std::string& path, const StepModelConfig
   StepModelConfig m = model;
   m.parameters = c.parameters;
   m.batch = c.batch;
+  // The threads a rank ran (reports before run.local_workers had one).
+  const auto& plan_run = report.at("plan").at("run");
+  if (plan_run.contains("local_workers") && plan_run.at("local_workers").is_number_unsigned())
+    m.local_workers = plan_run.at("local_workers").get<size_t>();
   // As predict_step counts them: a single worker encodes only for parameter servers.
   const bool encodes = c.workers > 1 || m.exchange == ExchangeKind::ParameterServer;
   const double exchange = exchange_seconds(m, c.workers) + (encodes ? codec_seconds(m, c.workers) : 0);

@@ -14,7 +14,8 @@ ExchangeKind parse_exchange_kind(const std::string& name) {
   if (name == "hd") return ExchangeKind::HalvingDoubling;
   if (name == "allgather") return ExchangeKind::SparseAllgather;
   if (name == "ps") return ExchangeKind::ParameterServer;
-  throw Error("--exchange: unknown exchange '" + name + "' (choose ring, hd, allgather or ps)");
+  if (name == "hierarchical") return ExchangeKind::Hierarchical;
+  throw Error("--exchange: unknown exchange '" + name + "' (choose ring, hd, allgather, ps or hierarchical)");
 }
 
 std::string to_string(ExchangeKind kind) {
@@ -23,6 +24,7 @@ std::string to_string(ExchangeKind kind) {
     case ExchangeKind::HalvingDoubling: return "hd";
     case ExchangeKind::SparseAllgather: return "allgather";
     case ExchangeKind::ParameterServer: return "ps";
+    case ExchangeKind::Hierarchical: return "hierarchical";
   }
   return "?";
 }
@@ -51,6 +53,10 @@ void validate_step_model(const StepModelConfig& c) {
   if (!(c.cores_per_rank > 0) || !std::isfinite(c.cores_per_rank))
     throw Error(fmt::format("--cores-per-rank must be > 0 (got {})", c.cores_per_rank));
   if (c.servers < 1) throw Error("--servers must be at least 1");
+  if (c.local_workers < 1) throw Error("--local-workers must be at least 1");
+  if (!(c.memory_bytes_s > 0) || !(c.memory_bytes_s <= 1e15))
+    throw Error(fmt::format("--memory-bandwidth must be > 0 and at most 1e6 GB/s (got {:g} GB/s)",
+                            c.memory_bytes_s / 1e9));
   if (!(c.straggler_mean >= 0) || !std::isfinite(c.straggler_mean))
     throw Error(fmt::format("--straggler-mean must be >= 0 (got {})", c.straggler_mean));
 }
@@ -80,6 +86,14 @@ double exchange_seconds(const StepModelConfig& c, size_t workers) {
       const double per_shard = n * (push + pull) / static_cast<double>(c.servers) / beta;
       return 2 * c.latency_s + std::max(per_worker, per_shard);
     }
+    case ExchangeKind::Hierarchical: {
+      const size_t threads = std::min(c.local_workers, workers);
+      const double t = static_cast<double>(threads);
+      const double hosts = std::ceil(n / t);
+      const double within = threads > 1 ? (3 * t - 1) * dense / c.memory_bytes_s : 0;
+      const double between = hosts > 1 ? 2 * (hosts - 1) * c.latency_s + 2 * (hosts - 1) / hosts * dense / beta : 0;
+      return within + between;
+    }
   }
   return 0;
 }
@@ -93,6 +107,11 @@ double codec_seconds(const StepModelConfig& c, size_t workers) {
     case ExchangeKind::HalvingDoubling:
       per_value = (enc + dec) * (1 + (n - 1) / n);
       break;
+    case ExchangeKind::Hierarchical: {  // the ring's work, between the hosts
+      const double hosts = std::ceil(n / static_cast<double>(std::min(c.local_workers, workers)));
+      per_value = (enc + dec) * (1 + (hosts - 1) / hosts);
+      break;
+    }
     case ExchangeKind::SparseAllgather: per_value = enc + n * dec; break;
     case ExchangeKind::ParameterServer: per_value = enc; break;
   }

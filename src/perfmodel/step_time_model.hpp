@@ -15,6 +15,11 @@ enum class ExchangeKind {
   HalvingDoubling,   // dense: 2 log2(N) steps, the same 2(N-1)/N M bytes
   SparseAllgather,   // top-k / DGC: every worker's k values and indices to every other, (N-1) steps
   ParameterServer,   // push to S shards (at bytes_per_value), pull the fp32 parameters back
+  // Dense, in two levels, local_workers threads a host: reduce within the
+  // host in shared memory, ring between the N / T hosts with each thread its
+  // 1/T of the buffer (the host's link shared by its T streams: 2(H-1)/H M in
+  // all), spread back within the host.
+  Hierarchical,
 };
 
 struct StepModelConfig {
@@ -29,6 +34,10 @@ struct StepModelConfig {
   double density = 1;              // sparse all-gather: fraction of the values sent (DGC 0.001)
   double sparse_bytes_per_value = 8;  // value + index
   size_t servers = 1;              // parameter server shards, each on its own link
+  // Hierarchical: worker threads a host, and the host's memory bandwidth (bytes
+  // read plus bytes written, all its cores together, as STREAM counts them).
+  size_t local_workers = 1;
+  double memory_bytes_s = 10e9;
   size_t backup = 0;               // ps-backup: the step waits for N - b workers
   // Each worker's compute takes base x (1 + E), E exponential with this mean (0: no stragglers).
   double straggler_mean = 0;
@@ -59,6 +68,12 @@ struct StepPrediction {
 void validate_step_model(const StepModelConfig& config);
 
 // The exchange's time on N workers (0 for one worker, except with parameter servers).
+// Hierarchical: min(T, N) threads on each of ceil(N / T) hosts; within a host
+// (3T - 1) M bytes cross memory (each of T buffers read and the sum written,
+// then each thread copies the (T-1)/T it does not own), between hosts the
+// ring's 2(H-1) latencies and 2(H-1)/H M bytes on each host's link. The flat
+// ring over the same hosts is `ring`: its hops between hosts run at the link's
+// rate, one per host and step.
 double exchange_seconds(const StepModelConfig& config, size_t workers);
 
 // A worker's codec CPU time on N workers: a summable dense codec (fp16) in an

@@ -43,6 +43,18 @@ Problems check_plan(const RunPlan& plan) {
     problems.add("run.time_limit", fmt::format("applies to the strategies that stop on time (the parameter "
                                                "servers), not {}",
                                                strategy));
+  if (run.local_workers > 1 && run.backend == Backend::Local)
+    problems.add("run.local_workers",
+                 fmt::format("{}: runs worker threads inside MPI ranks (under mpirun); on threads alone the workers "
+                             "are run.workers",
+                             run.local_workers));
+  if (run.local_workers > 1 && !runs_local_workers(plan.strategy))
+    problems.add("run.local_workers",
+                 fmt::format("{}: the {} strategy runs one worker per MPI rank (worker threads in ranks: hybrid)",
+                             run.local_workers, strategy));
+  if (run.workers > 0 && run.local_workers > 1 && run.workers % run.local_workers != 0)
+    problems.add("run.workers", fmt::format("{} is not a multiple of run.local_workers {} (ranks x threads)",
+                                            run.workers, run.local_workers));
   if (run.straggler_rank >= 0 && run.workers > 0 && run.straggler_rank >= run.workers)
     problems.add("run.straggler_rank",
                  fmt::format("is no worker among {} workers (got {})", run.workers, run.straggler_rank));

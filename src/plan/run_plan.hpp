@@ -41,6 +41,7 @@ struct RunControls {
   static constexpr std::string_view name = "run";
   Backend backend = Backend::Auto;
   int workers = 0;  // 0: one per core (threads), or the ranks less the servers (mpi)
+  int local_workers = 1;  // mpi: worker threads in each rank (worker rank x T + t)
   size_t batch = 32;  // per worker
   double epochs = 3;  // passes over the training set; fractions allowed
   size_t max_steps = 0;  // steps per worker at most (0: no limit)
@@ -64,8 +65,13 @@ struct RunControls {
   template <class Self, class Visit>
   static void fields(Self& s, Visit&& visit) {
     visit("backend", s.backend, "auto, local (threads) or mpi (ranks under mpirun)", Range{});
-    visit("workers", s.workers, "workers (threads; under mpirun, the ranks less the servers); 0: one per core",
+    visit("workers", s.workers,
+          "workers (threads; under mpirun, the ranks less the servers, times local_workers); 0: one per core",
           Range::non_negative());
+    visit("local_workers", s.local_workers,
+          "under mpirun, worker threads in each rank, each with its own replica and data shard (thread t of rank r "
+          "is worker r x local_workers + t); strategy hybrid",
+          Range::between(1, 256));
     visit("batch", s.batch, "mini-batch size per worker", Range::at_least(1));
     visit("epochs", s.epochs, "passes over the training set (fractions allowed)", Range{0, 1e6, true, false});
     visit("max_steps", s.max_steps, "stop after this many steps per worker (0: no limit)", Range{});

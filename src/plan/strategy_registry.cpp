@@ -40,6 +40,16 @@ bool checkpoints(const StrategyChoice& s) {
       s);
 }
 
+bool runs_local_workers(const StrategyChoice& s) {
+  return std::visit(
+      [](const auto& o) {
+        if constexpr (requires { std::decay_t<decltype(o)>::local_workers; })
+          return std::decay_t<decltype(o)>::local_workers;
+        else return false;
+      },
+      s);
+}
+
 std::string strategies_with_checkpoints() {
   std::vector<std::string> names;
   for (const auto name : StrategyRegistry::names())

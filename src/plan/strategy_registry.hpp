@@ -24,12 +24,14 @@ using StrategyChoice = StrategyRegistry::Choice;
 //   static constexpr bool stops_on_time = false;  ends a run at run.time_limit by itself
 //   static constexpr bool checkpoints = false;    writes checkpoints and resumes from them
 //   static constexpr bool shared_memory = false;  threads share one model (shm_config()), run by run_async_sgd
+//   static constexpr bool local_workers = false;  runs worker threads inside MPI ranks (run.local_workers)
 //   int servers;                                  parameter-server shards besides the workers
 //   void check(int workers, const std::string& prefix, Problems&) const;
 bool takes_codec(const StrategyChoice& s);
 bool distributed(const StrategyChoice& s);
 bool stops_on_time(const StrategyChoice& s);
 bool checkpoints(const StrategyChoice& s);
+bool runs_local_workers(const StrategyChoice& s);
 // "hybrid, sequential, ...": the strategies that write checkpoints, for messages.
 std::string strategies_with_checkpoints();
 int servers_of(const StrategyChoice& s);

@@ -94,6 +94,7 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
   report["run"] = {{"backend", field_text(world.backend)},
                    {"transport", world.transport},
                    {"workers", world.workers},
+                   {"local_workers", world.local_workers},
                    {"servers", world.servers},
                    {"model", r.model},
                    {"task", r.task == Task::LanguageModel ? "language-model" : "classification"},

@@ -7,6 +7,7 @@
 #include "core/compute_device.hpp"
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
+#include "core/thread_affinity.hpp"
 #include "model/device_support.hpp"
 #include "model/model_registry.hpp"
 #include "run/memory_check.hpp"
@@ -79,19 +80,26 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   problems.throw_if_any();
   set_compute_threads(plan.run.threads_per_worker);
   prepare_device(device);
+  // mpirun binds each of 2 ranks or fewer to one core, where its worker threads would take turns.
+  if (world.local_workers > 1 && world.reports() && callbacks.on_warning &&
+      allowed_cpus().size() < static_cast<size_t>(world.local_workers))
+    callbacks.on_warning(fmt::format(
+        "rank 0 may run on {} core(s) for its {} worker threads; give mpirun --bind-to none, or --map-by "
+        "slot:PE={} for a core per thread",
+        allowed_cpus().size(), world.local_workers, world.local_workers));
 
   std::optional<Standardization> standardization;
   const LoadedData data = load_data(plan, inputs, standardization);
   const ModelInput input{data.train.sample_shape(), data.train.num_classes(), data.train.label_shape(), plan.run.seed};
   Problems memory;
-  check_memory(plan, input, world.backend == Backend::Local ? world.workers : 1, !inputs.model, memory);
+  check_memory(plan, input, world.backend == Backend::Local ? world.workers : world.local_workers, !inputs.model, memory);
   memory.throw_if_any();
   // Threads spread over the GPUs by worker, ranks by their place on their host.
   const int gpus = device.cuda ? visible_gpus() : 0;
   const ModelFactory factory = [&](int worker) -> std::unique_ptr<Model> {
     ModelInput in = input;
     if (worker != kLayoutOnly)
-      in.device = device_for_worker(device, world.backend == Backend::Local ? worker : world.host_slot, gpus);
+      in.device = device_for_worker(device, world.device_slot(worker), gpus);
     return inputs.model ? inputs.model(in) : make_model(plan.model, in);
   };
   RunStart start;
@@ -119,6 +127,11 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
     result = train(config, data.train, &data.test, factory, train_callbacks);
   } else if (world.is_server()) {
     serve_on(*world.ranks, config, data.train, factory);
+  } else if (world.local_workers > 1) {
+    std::vector<Communicator*> across, mesh;
+    for (auto& c : world.across) across.push_back(c.get());
+    for (auto& c : world.mesh) mesh.push_back(c.get());
+    result = train_on_threads(across, mesh, config, data.train, &data.test, factory, train_callbacks);
   } else if (world.worker_ranks) {
     result = train_on(*world.worker_ranks, *world.ranks, config, data.train, &data.test, factory, train_callbacks);
   } else {
@@ -132,7 +145,7 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   result.model_input = input;
   result.standardization = standardization;
   result.caller_model = static_cast<bool>(inputs.model);
-  result.device = device_description(device_for_worker(device, world.backend == Backend::Local ? 0 : world.host_slot, gpus));
+  result.device = device_description(device_for_worker(device, world.device_slot(0), gpus));
   return result;
 }
 

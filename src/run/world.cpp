@@ -15,9 +15,11 @@ namespace ptrain {
 
 std::string World::description() const {
   std::string text =
-      backend == Backend::Mpi
-          ? fmt::format("mpi backend (started by mpirun): {} ranks, one worker each", workers)
-          : fmt::format("local backend: {} workers as threads", workers);
+      backend != Backend::Mpi ? fmt::format("local backend: {} workers as threads", workers)
+      : local_workers > 1
+          ? fmt::format("mpi backend (started by mpirun): {} ranks x {} worker threads ({} workers)",
+                        workers / local_workers, local_workers, workers)
+          : fmt::format("mpi backend (started by mpirun): {} ranks, one worker each", workers);
   if (servers > 0)
     text += fmt::format(" and {} server shard {}(s)", servers, backend == Backend::Mpi ? "rank" : "thread");
   if (backend == Backend::Mpi) text += "; " + transport;
@@ -54,6 +56,10 @@ World make_world(const RunPlan& plan) {
     throw Error("run.backend mpi: this process was not started by mpirun");
   if (world.backend == Backend::Local && under_mpirun)
     throw Error("run.backend local: under mpirun every rank would run all the workers; use backend mpi or auto");
+  if (world.backend == Backend::Local && run.local_workers > 1)
+    throw Error(fmt::format("run.local_workers {}: runs worker threads inside MPI ranks, so it needs mpirun; on threads "
+                            "alone the workers are run.workers",
+                            run.local_workers));
   if (world.backend == Backend::Local) {
     world.transport = "threads of one process (no network)";
     world.workers = run.workers > 0 ? run.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -76,15 +82,33 @@ World make_world(const RunPlan& plan) {
   const MpiTransport* transport = mpi_transport_in_use();
   world.transport = transport ? transport->description : "MPI initialised by the caller: its transport as MPI chose";
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
+  if (run.local_workers > 1 && !runs_local_workers(plan.strategy))
+    throw Error(fmt::format("run.local_workers {}: the {} strategy runs one worker per MPI rank (worker threads in "
+                            "ranks: hybrid)",
+                            run.local_workers, strategy));
+  if (run.local_workers > 1 && !MpiRuntime::threads_multiple())
+    throw Error(fmt::format("run.local_workers {}: worker threads in a rank call MPI at once, and this MPI library "
+                            "did not give MPI_THREAD_MULTIPLE",
+                            run.local_workers));
   world.ranks = std::make_unique<MpiCommunicator>(timeout);
-  world.workers = world.ranks->size() - world.servers;
+  world.local_workers = run.local_workers;
+  world.workers = (world.ranks->size() - world.servers) * world.local_workers;
   if (world.workers < 1)
     throw Error(fmt::format("strategy.servers {}: mpirun started {} ranks, which leaves no worker (start W + S ranks)",
                             world.servers, world.ranks->size()));
+  if (run.workers > 0 && run.workers != world.workers && world.local_workers > 1)
+    throw Error(fmt::format("run.workers {} does not match the {} workers mpirun started ({} ranks x {} threads: under "
+                            "mpirun the workers are the ranks times run.local_workers)",
+                            run.workers, world.workers, world.ranks->size(), world.local_workers));
   if (run.workers > 0 && run.workers != world.workers)
     throw Error(fmt::format("run.workers {} does not match the {} worker ranks mpirun started (under mpirun the "
                             "workers are the ranks{})",
                             run.workers, world.workers, world.servers > 0 ? ", less the servers" : ""));
+  // Every rank makes them in the same order: each is a collective.
+  for (int t = 0; t < world.local_workers && world.local_workers > 1; ++t) {
+    world.across.push_back(std::make_unique<MpiCommunicator>(timeout));
+    world.mesh.push_back(t == 0 ? std::make_unique<MpiCommunicator>(timeout) : world.mesh.front()->share());
+  }
   if (world.servers > 0) world.worker_ranks = world.ranks->split(world.rank() < world.workers ? 0 : 1);
   if (const auto device = parse_compute_device(run.device); device && device->cuda)
     world.host_slot = host_slot(*world.ranks);

@@ -13,7 +13,7 @@ namespace ptrain {
 
 template <>
 struct EnumText<AllreduceAlgorithm> {
-  static constexpr std::array<std::string_view, 4> names = {"native", "ring", "hd", "tree"};
+  static constexpr std::array<std::string_view, 5> names = {"native", "ring", "hd", "tree", "hierarchical"};
 };
 
 struct HybridOptions {
@@ -23,12 +23,17 @@ struct HybridOptions {
   static constexpr bool takes_codec = true;   // gradients are exchanged, so they may be compressed
   static constexpr bool distributed = true;   // runs on MPI ranks too
   static constexpr bool checkpoints = true;   // saves and resumes its whole state
+  static constexpr bool local_workers = true; // worker threads inside MPI ranks (run.local_workers)
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::Native;
   ByteSize bucket_size{size_t{25} << 20};  // PyTorch DDP's default
   bool overlap = true;
   template <class Self, class Visit>
   static void fields(Self& s, Visit&& visit) {
-    visit("allreduce", s.allreduce, "the gradient all-reduce: native (the backend's own), ring, hd or tree", Range{});
+    visit("allreduce", s.allreduce,
+          "the gradient all-reduce: native (the backend's own), ring, hd, tree, or hierarchical (the threads of each "
+          "MPI rank in shared memory, then a ring between the ranks, each thread its slice; on threads alone the "
+          "shared-memory sum)",
+          Range{});
     visit("bucket_size", s.bucket_size, "gradients are all-reduced in buckets of this size, last layers first",
           Range{});
     visit("overlap", s.overlap, "start each bucket's all-reduce while backward still runs (LibTorch models)",

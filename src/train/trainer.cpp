@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "comm/hierarchical_communicator.hpp"
 #include "comm/local_group.hpp"
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
@@ -588,6 +589,22 @@ StrategyConfig strategy_config(const TrainConfig& config, const RunShape& shape)
   return c;
 }
 
+// A thread of its own for `body(began)`; a failure is recorded in
+// `first_error` (a training failure once `began` is set) and `stop` wakes the
+// others, so that none waits on it until a timeout.
+template <class Body, class Stop>
+std::thread guarded_thread(FirstError& first_error, Body body, Stop stop) {
+  return std::thread([&first_error, body, stop] {
+    bool began = false;
+    try {
+      body(began);
+    } catch (const std::exception& e) {
+      first_error.record(e.what(), began || dynamic_cast<const InterruptedError*>(&e));
+      stop();
+    }
+  });
+}
+
 }  // namespace
 
 RunResult train(const TrainConfig& config, const Dataset& train_set, const Dataset* test_set,
@@ -612,30 +629,26 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
   };
   std::vector<std::thread> threads;
   for (int r = 0; r < workers; ++r)
-    threads.emplace_back([&, r] {
-      bool began = false;
-      try {
-        if (config.pin_workers) pin_current_thread(r);
-        LocalCommunicator comm(group, r);
-        std::unique_ptr<LocalCommunicator> to_servers;
-        if (with_servers) to_servers = std::make_unique<LocalCommunicator>(with_servers, r);
-        run_worker(config, shape, train_set, test_set, *replicas[static_cast<size_t>(r)], *strategy, comm,
-                   to_servers.get(), callbacks, result, began);
-      } catch (const std::exception& e) {
-        first_error.record(e.what(), began || dynamic_cast<const InterruptedError*>(&e));
-        stop_everyone(fmt::format("stopped because worker {} failed", r));
-      }
-    });
+    threads.push_back(guarded_thread(
+        first_error,
+        [&, r](bool& began) {
+          if (config.pin_workers) pin_current_thread(r);
+          LocalCommunicator comm(group, r);
+          std::unique_ptr<LocalCommunicator> to_servers;
+          if (with_servers) to_servers = std::make_unique<LocalCommunicator>(with_servers, r);
+          run_worker(config, shape, train_set, test_set, *replicas[static_cast<size_t>(r)], *strategy, comm,
+                     to_servers.get(), callbacks, result, began);
+        },
+        [&, r] { stop_everyone(fmt::format("stopped because worker {} failed", r)); }));
   for (int s = 0; s < servers; ++s)
-    threads.emplace_back([&, s] {
-      try {
-        LocalCommunicator comm(with_servers, workers + s);
-        strategy->serve(comm, s, replicas[0]->layout());
-      } catch (const std::exception& e) {
-        first_error.record(e.what(), true);
-        stop_everyone(fmt::format("stopped because server shard {} failed", s));
-      }
-    });
+    threads.push_back(guarded_thread(
+        first_error,
+        [&, s](bool& began) {
+          began = true;  // a shard fails only once workers talk to it
+          LocalCommunicator comm(with_servers, workers + s);
+          strategy->serve(comm, s, replicas[0]->layout());
+        },
+        [&, s] { stop_everyone(fmt::format("stopped because server shard {} failed", s)); }));
   for (auto& t : threads) t.join();
   // Every writer is done: what a failed run wrote of a checkpoint it never committed goes.
   if (first_error.any() && !config.checkpoint.dir.empty()) {
@@ -684,6 +697,51 @@ RunResult train_with(Communicator& comm, Communicator* with_servers, const Train
 }
 
 }  // namespace
+
+RunResult train_on_threads(std::span<Communicator* const> across, std::span<Communicator* const> mesh,
+                           const TrainConfig& config, const Dataset& train_set, const Dataset* test_set,
+                           const ModelFactory& make_replica, const TrainCallbacks& callbacks) {
+  if (across.empty() || mesh.size() != across.size())
+    throw Error(fmt::format("train: {} threads' communicators across the ranks but {} on the mesh", across.size(),
+                            mesh.size()));
+  const int threads = static_cast<int>(across.size()), rank = across[0]->rank();
+  if (config.workers != across[0]->size() * threads)
+    throw Error(fmt::format("train: {} workers configured but {} ranks x {} threads make {}", config.workers,
+                            across[0]->size(), threads, across[0]->size() * threads));
+  validate(config, train_set);
+  Stopwatch wall;
+  const RunShape shape = run_shape(config, train_set);
+  std::vector<std::unique_ptr<Model>> replicas;
+  for (int t = 0; t < threads; ++t) replicas.push_back(make_replica(rank * threads + t));
+  auto strategy = config.make_strategy(strategy_config(config, shape), replicas[0]->params().size(), config.workers);
+  if (strategy->servers() > 0) throw Error("train: worker threads in MPI ranks run with no parameter-server shards");
+  auto group = std::make_shared<LocalGroup>(threads, config.comm_timeout, rank * threads);
+  RunResult result;
+  FirstError first_error;
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t)
+    running.push_back(guarded_thread(
+        first_error,
+        [&, t](bool& began) {
+          if (config.pin_workers) pin_current_thread(t);  // the t-th core this rank may use
+          HierarchicalCommunicator comm(group, t, *across[static_cast<size_t>(t)], *mesh[static_cast<size_t>(t)]);
+          run_worker(config, shape, train_set, test_set, *replicas[static_cast<size_t>(t)], *strategy, comm, nullptr,
+                     callbacks, result, began);
+        },
+        [&, t] {
+          // The siblings may be waiting on other ranks, which wait on them.
+          const std::string reason = fmt::format("stopped because worker {} failed", rank * threads + t);
+          group->abort(reason);
+          for (Communicator* c : across) c->interrupt(reason);
+          for (Communicator* c : mesh) c->interrupt(reason);
+          strategy->abort(reason);
+        }));
+  for (auto& t : running) t.join();
+  first_error.throw_if_any();
+  finish(config, result);
+  result.wall_seconds = wall.seconds();
+  return result;
+}
 
 RunResult train_on(Communicator& comm, const TrainConfig& config, const Dataset& train_set,
                    const Dataset* test_set, const ModelFactory& make_replica,

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -167,6 +168,14 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
 RunResult train_on(Communicator& comm, const TrainConfig& config, const Dataset& train_set,
                    const Dataset* test_set, const ModelFactory& make_replica,
                    const TrainCallbacks& callbacks = {});
+// The same run as the T worker threads of one MPI rank among R
+// (run.local_workers): thread t of rank r is worker r x T + t of R x T.
+// `across[t]` and `mesh[t]` are thread t's communicators over the ranks
+// (comm/hierarchical_communicator.hpp). Every rank calls it; rank 0's result
+// holds the metrics. No parameter servers.
+RunResult train_on_threads(std::span<Communicator* const> across, std::span<Communicator* const> mesh,
+                           const TrainConfig& config, const Dataset& train_set, const Dataset* test_set,
+                           const ModelFactory& make_replica, const TrainCallbacks& callbacks = {});
 // The same with parameter servers: `workers` joins the W worker ranks,
 // `with_servers` the W workers and the S shard ranks after them.
 RunResult train_on(Communicator& workers, Communicator& with_servers, const TrainConfig& config,

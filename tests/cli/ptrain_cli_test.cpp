@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "core/run_failure.hpp"
@@ -234,13 +235,21 @@ TEST(PtrainCli, BenchAllreduceChecksEveryAlgorithm) {
   const Outcome o =
       run_ptrain("bench allreduce --ranks 3 --sizes 4KiB:64KiB --iters 2 --csv " + dir.file("allreduce.csv"));
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  for (const char* algo : {"native", "ring", "hd", "tree"})
+  for (const char* algo : {"native", "ring", "hd", "tree", "hierarchical"})
     EXPECT_NE(o.out.find(algo), std::string::npos) << algo;
   EXPECT_EQ(o.out.find("WRONG"), std::string::npos) << o.out;
   const auto csv = test::read_bytes(dir.file("allreduce.csv"));
-  // The header, the memory-copy ceiling, 4 algorithms x 3 sizes.
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 1 + 4 * 3);
+  // The header, the memory-copy ceiling, 5 algorithms x 3 sizes.
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 1 + 5 * 3);
   EXPECT_NE(o.out.find("memory copy ceiling"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("ceiling %"), std::string::npos) << o.out;
+  // Each measurement's share of the memory-copy ceiling, the CSV's last field.
+  std::istringstream rows(std::string(csv.begin(), csv.end()));
+  std::string row;
+  std::getline(rows, row);
+  EXPECT_TRUE(row.ends_with(",ceiling_pct")) << row;
+  while (std::getline(rows, row))
+    if (row.find("stream-copy") == std::string::npos) EXPECT_GT(std::stod(row.substr(row.rfind(',') + 1)), 0) << row;
   const Outcome bad = run_ptrain("bench allreduce --sizes 4XB");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--sizes '4XB'"), std::string::npos) << bad.err;
@@ -335,8 +344,74 @@ TEST(PtrainCli, BenchAllreduceUnderMpirunChecksEveryAlgorithm) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("backend mpi, 3 ranks"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("transport: one host: shared memory only"), std::string::npos) << o.out;
-  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 4 + 4 * 2) << o.out;  // only rank 0 prints
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 4 + 5 * 2) << o.out;  // only rank 0 prints
   EXPECT_EQ(o.out.find("WRONG"), std::string::npos) << o.out;
+  // Worker threads in the ranks: 2 x 2 workers, every algorithm over them.
+  const Outcome threads = run_ptrain_with_env(std::string(kMpirun) + " -np 2",
+                                              "bench allreduce --local-workers 2 --sizes 4KiB:16KiB --iters 2");
+  ASSERT_EQ(threads.exit_code, 0) << threads.err;
+  EXPECT_NE(threads.out.find("backend mpi, 4 ranks (2 x 2 worker threads)"), std::string::npos) << threads.out;
+  EXPECT_EQ(std::count(threads.out.begin(), threads.out.end(), '\n'), 4 + 5 * 2) << threads.out;
+  EXPECT_EQ(threads.out.find("WRONG"), std::string::npos) << threads.out;
+}
+
+double report_number(const std::string& path, const char* section, const char* field) {
+  std::ifstream in(path);
+  const auto json = nlohmann::json::parse(in);
+  return json[section].is_array() ? json[section].back()[field].get<double>() : json[section][field].get<double>();
+}
+
+// Issue 20: 2 ranks x 2 worker threads (--local-workers). The ring over them
+// trains the bits of 4 threads; hierarchical sums each rank's threads first
+// (another order than any flat algorithm's, so other bits): the same bits run
+// to run, the ring's test loss within rounding, and on threads alone the
+// shared-memory sum (native's bits). fp16 all-reduces between the ranks in
+// halves.
+TEST(PtrainCli, MpirunWithWorkerThreadsInEachRank) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (std::system("command -v mpirun >/dev/null") != 0) GTEST_SKIP() << "no mpirun";
+  test::ScratchDir dir;
+  const std::string args =
+      " --train-samples 8192 --epochs 1 --max-steps 30 --batch 16 --optimizer momentum --lr 0.05 --report ";
+  const std::string mpirun = std::string(kMpirun) + " --bind-to none -np 2";
+  auto hash = [](const std::string& report) { return report_field(report, "summary", "final_params_fnv1a64"); };
+  auto threads = [&](const std::string& name, const std::string& options) {
+    const Outcome o = run_ptrain("train --workers 4 " + options + args + dir.file(name));
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    return dir.file(name);
+  };
+  auto ranks = [&](const std::string& name, const std::string& options) {
+    const Outcome o = run_ptrain_with_env(mpirun, "train --local-workers 2 " + options + args + dir.file(name));
+    EXPECT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_NE(o.out.find("mpi backend (started by mpirun): 2 ranks x 2 worker threads (4 workers)"),
+              std::string::npos)
+        << o.out;
+    return dir.file(name);
+  };
+  const std::string ring = ranks("ring.json", "--allreduce ring");
+  EXPECT_EQ(hash(ring), hash(threads("threads-ring.json", "--allreduce ring")));
+  EXPECT_EQ(report_field(ring, "run", "workers"), "4");
+  EXPECT_EQ(report_field(ring, "run", "local_workers"), "2");
+  const std::string hierarchical = ranks("hierarchical.json", "--allreduce hierarchical");
+  EXPECT_EQ(hash(hierarchical), hash(ranks("hierarchical-again.json", "--allreduce hierarchical")));
+  EXPECT_NEAR(report_number(hierarchical, "epochs", "test_loss"), report_number(ring, "epochs", "test_loss"), 1e-4);
+  EXPECT_EQ(hash(threads("threads-hierarchical.json", "--allreduce hierarchical")),
+            hash(threads("threads-native.json", "--allreduce native")));
+  const std::string fp16 = ranks("fp16.json", "--allreduce hierarchical --compress fp16");
+  EXPECT_NEAR(report_number(fp16, "epochs", "test_loss"),
+              report_number(threads("threads-fp16.json", "--allreduce ring --compress fp16"), "epochs", "test_loss"),
+              1e-3);
+  EXPECT_NEAR(report_number(fp16, "compression", "ratio"), 2.0, 0.01);
+  // Refused with one line: without mpirun, and for a strategy with one worker per rank.
+  test::expect_one_line_errors(
+      {{"train --local-workers 2", "--local-workers 2: runs worker threads inside MPI ranks, so it needs mpirun"},
+       {"train --local-workers 2 --strategy ps-sync",
+        "--local-workers 2: the ps-sync strategy runs one worker per MPI rank"}});
+  const Outcome odd = run_ptrain_with_env(mpirun, "train --local-workers 2 --workers 6");
+  EXPECT_NE(odd.exit_code, 0);
+  EXPECT_NE(odd.err.find("--workers 6 does not match the 4 workers mpirun started (2 ranks x 2 threads: "),
+            std::string::npos)
+      << odd.err;
 }
 
 TEST(PtrainCli, AnErrorOnOneRankEndsTheMpiJob) {

@@ -60,6 +60,30 @@ TEST_P(AllreduceAlgorithms, SumForEveryRankCountAndSize) {
   }
 }
 
+// The native all-reduce's sum is in worker order, whatever the threads'
+// timing: its bits are those of a plain loop, on every worker.
+TEST(LocalAllreduce, NativeSumsInWorkerOrder) {
+  for (int size : {2, 3, 5}) {
+    for (size_t n : {size_t{1}, size_t{2047}, size_t{2049}, size_t{100003}}) {
+      std::vector<float> expected = rank_data(0, n);
+      for (int r = 1; r < size; ++r) {
+        const auto v = rank_data(r, n);
+        for (size_t i = 0; i < n; ++i) expected[i] += v[i];
+      }
+      std::vector<std::vector<float>> results(static_cast<size_t>(size));
+      auto errors = test::run_local_workers(size, std::chrono::seconds(60), [&](int r, LocalCommunicator& comm) {
+        auto v = rank_data(r, n);
+        comm.allreduce(v, AllreduceAlgorithm::Native);
+        results[static_cast<size_t>(r)] = std::move(v);
+      });
+      for (int r = 0; r < size; ++r) {
+        ASSERT_EQ(errors[static_cast<size_t>(r)], "");
+        ASSERT_EQ(results[static_cast<size_t>(r)], expected) << "size " << size << " n " << n << " rank " << r;
+      }
+    }
+  }
+}
+
 // "allreduce" for native, "ring allreduce" and so on otherwise: how errors name the collective.
 std::string collective_name(AllreduceAlgorithm a) {
   return a == AllreduceAlgorithm::Native ? "allreduce" : to_string(a) + " allreduce";
@@ -124,7 +148,8 @@ TEST_P(AllreduceAlgorithms, CollectivesStillWorkAfterOthers) {
 
 INSTANTIATE_TEST_SUITE_P(All, AllreduceAlgorithms,
                          ::testing::Values(AllreduceAlgorithm::Native, AllreduceAlgorithm::Ring,
-                                           AllreduceAlgorithm::HalvingDoubling, AllreduceAlgorithm::Tree),
+                                           AllreduceAlgorithm::HalvingDoubling, AllreduceAlgorithm::Tree,
+                                           AllreduceAlgorithm::Hierarchical),
                          [](const auto& info) { return to_string(info.param); });
 
 TEST(RingAllreduce, SmallChunksGiveTheSameBits) {
@@ -184,6 +209,30 @@ TEST(LocalCollectives, TimeoutNamesTheMissingWorker) {
     EXPECT_NE(errors[static_cast<size_t>(r)].find("worker(s) 2"), std::string::npos)
         << errors[static_cast<size_t>(r)];
   }
+}
+
+// The threads of one MPI rank in a hierarchical run are workers rank x T ..:
+// the group names its members so.
+TEST(LocalGroup, NamesItsMembersFromTheirFirstWorker) {
+  auto group = std::make_shared<LocalGroup>(2, std::chrono::milliseconds(200), 4);
+  std::string barrier, message;
+  std::thread first([&] {
+    try {
+      group->arrive_and_wait(0, "barrier");  // member 1 (worker 5) never arrives
+    } catch (const Error& e) {
+      barrier = e.what();
+    }
+  });
+  first.join();
+  EXPECT_EQ(barrier, "barrier: timed out after 0.2 s waiting for worker(s) 5 (on worker 4)");
+  auto other = std::make_shared<LocalGroup>(2, std::chrono::milliseconds(200), 4);
+  std::vector<std::byte> in(3);
+  try {
+    other->take(1, 0, 1, in);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_TRUE(message.starts_with("ring allreduce: worker 4 timed out after 0.2 s waiting for worker 5")) << message;
 }
 
 // Spins until this thread has run for `cpu` (time stopped does not count).

@@ -120,6 +120,30 @@ TEST(StepTimeModel, CodecCpuTimeByExchange) {
   EXPECT_EQ(predict_step(c, 1).codec_s, 0);
 }
 
+// 4 hosts x 2 threads: within a host (3T - 1) M = 5 x 4e6 bytes at 10 GB/s;
+// between hosts the ring over 4: 2 x 3 latencies and 2 (3/4) M on each link.
+TEST(StepTimeModel, HierarchicalIsAMemoryStageAndARingBetweenHosts) {
+  auto c = hand_case(ExchangeKind::Hierarchical);
+  c.local_workers = 2;
+  c.memory_bytes_s = 10e9;
+  EXPECT_NEAR(exchange_seconds(c, 8), 5 * 4e6 / 10e9 + 6 * 50e-6 + 1.5 * 4e6 / 1.25e8, 1e-12);
+  // One host: the memory stage alone; one thread a host: the ring.
+  EXPECT_NEAR(exchange_seconds(c, 2), 5 * 4e6 / 10e9, 1e-12);
+  c.local_workers = 1;
+  EXPECT_NEAR(exchange_seconds(c, 4), exchange_seconds(hand_case(ExchangeKind::RingAllreduce), 4), 1e-12);
+  // Against the flat ring over the same 8 workers, the link carries 2 (H-1)/H
+  // of the buffer instead of 2 (N-1)/N: 1.5 M against 1.75 M.
+  c.local_workers = 2;
+  c.latency_s = 0;
+  c.memory_bytes_s = 1e30;
+  auto flat = hand_case(ExchangeKind::RingAllreduce);
+  flat.latency_s = 0;
+  EXPECT_NEAR(exchange_seconds(flat, 8) / exchange_seconds(c, 8), 1.75 / 1.5, 1e-9);
+  EXPECT_NEAR(exchange_seconds(flat, 4) / exchange_seconds(c, 4), 1.5 / 1.0, 1e-9);  // 2 hosts x 2
+  // Hosts that the workers do not fill: 5 workers of 2 a host are 3 hosts.
+  EXPECT_NEAR(exchange_seconds(c, 5), 2 * (2.0 / 3) * 4e6 / 1.25e8, 1e-12);
+}
+
 TEST(CodecCosts, TakesTheRowNearestTheModelSize) {
   test::ScratchDir dir;
   const std::string path = dir.file("compress.csv");
@@ -165,7 +189,10 @@ TEST(StepTimeModel, RejectsImpossibleInputs) {
   c.cores_per_rank = 0;
   EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--cores-per-rank must be > 0 (got 0)");
   EXPECT_EQ(test::error_message([] { parse_exchange_kind("tree"); }),
-            "--exchange: unknown exchange 'tree' (choose ring, hd, allgather or ps)");
+            "--exchange: unknown exchange 'tree' (choose ring, hd, allgather, ps or hierarchical)");
+  c = hand_case(ExchangeKind::Hierarchical);
+  c.memory_bytes_s = 0;
+  EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--memory-bandwidth must be > 0 and at most 1e6 GB/s (got 0 GB/s)");
 }
 
 TEST(Calibration, ComputeIsTheMeasuredStepLessTheModelledExchange) {
@@ -181,6 +208,20 @@ TEST(Calibration, ComputeIsTheMeasuredStepLessTheModelledExchange) {
   auto m = hand_case(ExchangeKind::RingAllreduce);
   m.compute_per_sample_s = c.compute_per_sample_s;
   EXPECT_NEAR(predict_step(m, 4).step_s, 0.0803, 1e-12);
+}
+
+// A hierarchical run's report says how many threads a rank ran: its exchange is modelled with them.
+TEST(Calibration, AHierarchicalRunIsModelledWithItsOwnThreadsPerRank) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("run.json");
+  std::ofstream(path) << R"({"run": {"parameters": 1000000, "workers": 8},
+                             "plan": {"run": {"batch": 32, "local_workers": 2}}, "summary": {"mean_step_ms": 80}})";
+  auto model = hand_case(ExchangeKind::Hierarchical);
+  model.memory_bytes_s = 10e9;
+  auto ran = model;
+  ran.local_workers = 2;
+  const Calibration c = calibrate_from_report(path, model);
+  EXPECT_NEAR(c.compute_per_sample_s, (0.080 - exchange_seconds(ran, 8)) / 32, 1e-12);
 }
 
 TEST(Calibration, NamesTheReportWhenItCannotBeUsed) {

@@ -76,6 +76,28 @@ TEST(RunPlan, InapplicableCombinationsAreRefusedWithTheReason) {
   EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
 }
 
+// Worker threads inside MPI ranks: under mpirun (not the local backend), for
+// the strategy that runs them, and a worker count they divide.
+TEST(RunPlan, LocalWorkersNeedRanksAndTheHybridStrategy) {
+  RunPlan plan;
+  plan.run.local_workers = 2;
+  EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();  // backend auto: make_world decides
+  plan.run.backend = Backend::Local;
+  plan.strategy = PsSyncOptions{};
+  plan.run.workers = 5;
+  const std::string all = check_plan(plan).joined();
+  EXPECT_NE(all.find("run.local_workers 2: runs worker threads inside MPI ranks (under mpirun); on threads alone the "
+                     "workers are run.workers"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("run.local_workers 2: the ps-sync strategy runs one worker per MPI rank"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("run.workers 5 is not a multiple of run.local_workers 2"), std::string::npos) << all;
+  plan = RunPlan{};
+  plan.run.local_workers = 0;
+  EXPECT_NE(check_plan(plan).joined().find("run.local_workers"), std::string::npos);
+}
+
 TEST(RunPlan, ADeviceIsCpuCudaOrCudaNAndTheSharedMemoryStrategiesStayOnTheCpu) {
   RunPlan plan;
   for (const char* ok : {"cpu", "cuda", "cuda:1"}) {
