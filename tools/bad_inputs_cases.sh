@@ -292,10 +292,10 @@ new_case; expect diverge "shm leashed diverged" 3 "diverged" --writes r.json -- 
 
 # ---------------------------------------------------------------- signals
 new_case; expect -q signal "SIGTERM while writing checkpoints every step: no temporary file left" 143 "SIGTERM" \
-  --writes-dir ck --signal TERM:4 -- "$ptrain" train --data "$fm" --epochs 50 --workers 2 --hidden 512,512 --quiet \
+  --writes-dir ck --signal TERM:4 -- "$ptrain" train --data "$fm" --epochs 100000 --workers 2 --hidden 512,512 --quiet \
   --checkpoint-dir ck --checkpoint-every 1
 new_case; expect signal "SIGINT while writing checkpoints every step: no temporary file left" 130 "SIGINT" \
-  --writes-dir ck --signal INT:4 -- "$ptrain" train --data "$fm" --epochs 50 --workers 2 --hidden 512,512 --quiet \
+  --writes-dir ck --signal INT:4 -- "$ptrain" train --data "$fm" --epochs 100000 --workers 2 --hidden 512,512 --quiet \
   --checkpoint-dir ck --checkpoint-every 1
 new_case; expect signal "SIGTERM during a sweep: its CSV holds whole rows, no temporary file" 143 "SIGTERM" \
   --writes-lines s.csv --signal TERM:4 -- \

@@ -107,8 +107,10 @@ class OneHotModel : public Model {
 };
 
 ModelFactory one_hot_factory(int workers, size_t per_worker, int slow = -1) {
-  auto made = std::make_shared<int>(0);
-  return [=](int) { return std::make_unique<OneHotModel>((*made)++, static_cast<size_t>(workers), per_worker, slow); };
+  // By worker index: the server threads make layout-only replicas (kLayoutOnly) at the same time.
+  return [=](int worker) {
+    return std::make_unique<OneHotModel>(std::max(worker, 0), static_cast<size_t>(workers), per_worker, slow);
+  };
 }
 
 TrainConfig one_hot_config(const std::string& strategy, int workers, int servers) {
@@ -263,8 +265,9 @@ TEST(Ssp, NoWorkerEverRunsMoreThanSStepsAheadOfTheSlowest) {
   for (uint64_t s : {0u, 2u}) {
     StepMonitor monitor;
     monitor.completed.assign(4, 0);
-    auto made = std::make_shared<size_t>(0);
-    ModelFactory factory = [&, made](int) { return std::make_unique<MonitoredModel>(data, (*made)++, monitor, 3); };
+    ModelFactory factory = [&](int worker) {
+      return std::make_unique<MonitoredModel>(data, static_cast<size_t>(std::max(worker, 0)), monitor, 3);
+    };
     TrainConfig c = ps_config("ssp", 4, 2);
     c.make_strategy = test::named_strategy("ssp", 2, [s](StrategyChoice& o) { std::get<SspOptions>(o).staleness = s; });
     c.straggler_rank = 3;
@@ -310,8 +313,9 @@ TEST(WarmupSingle, OnlyWorkerZeroTrainsForTheFirstNGradients) {
   for (const char* strategy : {"async", "ssp"}) {
     StepMonitor monitor;
     monitor.completed.assign(3, 0);
-    auto made = std::make_shared<size_t>(0);
-    ModelFactory factory = [&, made](int) { return std::make_unique<MonitoredModel>(data, (*made)++, monitor); };
+    ModelFactory factory = [&](int worker) {
+      return std::make_unique<MonitoredModel>(data, static_cast<size_t>(std::max(worker, 0)), monitor);
+    };
     TrainConfig c = ps_config(strategy, 3, 1);
     c.make_strategy = test::named_strategy(strategy, 1, [](StrategyChoice& o) {
       std::visit([](auto& x) { if constexpr (requires { x.warmup_single; }) x.warmup_single = 12; }, o);
@@ -342,8 +346,7 @@ class FailingModel : public SoftmaxRegression {
 
 TEST(Async, AFailedWorkerIsReportedAndTheOthersGoOn) {
   const Dataset data = make_gaussian_clusters(960, 5, 3, 8);
-  auto made = std::make_shared<int>(0);
-  ModelFactory factory = [&, made](int) { return std::make_unique<FailingModel>(data, (*made)++ == 2 ? 3 : -1); };
+  ModelFactory factory = [&](int worker) { return std::make_unique<FailingModel>(data, worker == 2 ? 3 : -1); };
   TrainConfig c = ps_config("async", 4, 2);
   c.epochs = 2;
   const RunResult r = train(c, data, &data, factory);
@@ -361,8 +364,7 @@ TEST(PsSynchronousModes, AFailedWorkerEndsTheRunNamingIt) {
   const Dataset data = make_gaussian_clusters(960, 5, 3, 8);
   for (const char* strategy : {"ps-sync", "ps-backup", "ssp"}) {
     // At its first step: under ps-backup a slow worker may not reach a later one.
-    auto made = std::make_shared<int>(0);
-    ModelFactory factory = [&, made](int) { return std::make_unique<FailingModel>(data, (*made)++ == 2 ? 0 : -1); };
+    ModelFactory factory = [&](int worker) { return std::make_unique<FailingModel>(data, worker == 2 ? 0 : -1); };
     TrainConfig c = ps_config(strategy, 4, 2);
     try {
       train(c, data, nullptr, factory);
@@ -389,8 +391,7 @@ class StallingModel : public SoftmaxRegression {
 
 TEST(PsSync, AWorkerThatNeverPushesIsNamedByTheServer) {
   const Dataset data = make_gaussian_clusters(960, 5, 3, 8);
-  auto made = std::make_shared<int>(0);
-  ModelFactory factory = [&, made](int) { return std::make_unique<StallingModel>(data, (*made)++ == 1 ? 2 : -1); };
+  ModelFactory factory = [&](int worker) { return std::make_unique<StallingModel>(data, worker == 1 ? 2 : -1); };
   TrainConfig c = ps_config("ps-sync", 3, 2);
   c.comm_timeout = std::chrono::milliseconds(200);
   try {
