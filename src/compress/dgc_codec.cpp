@@ -398,13 +398,12 @@ void DgcCodec::select(std::span<const float> grad, float scale, const StepInfo& 
   select_exact(k);
 }
 
-Encoded DgcCodec::encode(std::span<const float> grad, const StepInfo& step) {
+void DgcCodec::encode_into(std::span<const float> grad, const StepInfo& step, Encoded& e) {
   if (grad.size() != layout_.count())
     throw Error(
         fmt::format("dgc: a gradient of {} elements for a range of {}", grad.size(), layout_.count()));
   const size_t k = pairs(step);
   const float scale = clip_scale(grad, step.workers);
-  Encoded e;
   SparseMessageWriter writer(e, layout_, k);
   encode_dense(grad, scale, writer);
   selected_.clear();
@@ -419,7 +418,6 @@ Encoded DgcCodec::encode(std::span<const float> grad, const StepInfo& step) {
   stats_.dense_bytes += sizeof(float) * grad.size();
   stats_.encoded_bytes += e.bytes.size();
   stats_.selected += selected_.size() + layout_.dense_count();
-  return e;
 }
 
 void DgcCodec::decode_add(const Encoded& e, std::span<float> out) const {

@@ -24,10 +24,9 @@ std::unique_ptr<Codec> Fp16Options::make(const CodecRange& range, uint64_t, floa
 
 Fp16Codec::Fp16Codec(const CodecRange& range) : count_(range.count) {}
 
-Encoded Fp16Codec::encode(std::span<const float> grad, const StepInfo&) {
+void Fp16Codec::encode_into(std::span<const float> grad, const StepInfo&, Encoded& e) {
   if (grad.size() != count_)
     throw Error(fmt::format("fp16 codec: encode got {} floats for a range of {}", grad.size(), count_));
-  Encoded e;
   e.count = grad.size();
   e.bytes.resize(encoded_size(grad.size()));
   uint16_t halves[kBlock];
@@ -38,7 +37,6 @@ Encoded Fp16Codec::encode(std::span<const float> grad, const StepInfo&) {
   }
   stats_.dense_bytes += grad.size_bytes();
   stats_.encoded_bytes += e.bytes.size();
-  return e;
 }
 
 void Fp16Codec::decode_add(const Encoded& e, std::span<float> out) const {
