@@ -9,6 +9,7 @@
 
 #include "compress/magnitude_select.hpp"
 #include "core/error.hpp"
+#include "core/prefetch.hpp"
 #include "core/rng.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -105,6 +106,11 @@ template <bool kMomentum, bool kAccumulate, bool kCollect>
   for (const auto& [begin, end] : spans) {
     size_t i = begin;
     for (; i + 8 <= end; i += 8) {
+      if (i % 16 == 0) {  // core/prefetch.hpp says why
+        prefetch_ahead(a.g + i);
+        prefetch_ahead<true>(a.v + i);
+        if constexpr (kMomentum) prefetch_ahead<true>(a.u + i);
+      }
       const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(a.g + i), scale);
       __m256 x = scaled;
       if constexpr (kMomentum) {

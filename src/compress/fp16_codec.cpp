@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/half.hpp"
+#include "core/prefetch.hpp"
 
 namespace ptrain {
 
@@ -32,6 +33,9 @@ void Fp16Codec::encode_into(std::span<const float> grad, const StepInfo&, Encode
   uint16_t halves[kBlock];
   for (size_t b = 0; b < grad.size(); b += kBlock) {
     const size_t m = std::min(kBlock, grad.size() - b);
+    // The next block's destination, for writing (core/prefetch.hpp says why).
+    for (size_t line = 0; line < kBlock * sizeof(uint16_t); line += 64)
+      prefetch_ahead<true>(e.bytes.data() + b * sizeof(uint16_t) + line, kBlock * sizeof(uint16_t));
     stats_.saturated += floats_to_halves_saturating(grad.subspan(b, m), {halves, m});
     std::memcpy(e.bytes.data() + b * sizeof(uint16_t), halves, m * sizeof(uint16_t));
   }

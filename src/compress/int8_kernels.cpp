@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/prefetch.hpp"
+
 #if defined(PTRAIN_INT8_AVX2)
 #include <immintrin.h>
 #endif
@@ -57,10 +59,17 @@ void dequantize_add_portable(const std::byte* q, float scale, std::span<float> o
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
   __m256i top = _mm256_setzero_si256();
   size_t i = 0;
+  for (; i + 16 <= x.size(); i += 16) {
+    // The first pass over the chunk (a default chunk is one page): the next page's lines ahead of time.
+    prefetch_ahead(x.data() + i);
+    for (size_t j = 0; j < 16; j += 8)
+      top = _mm256_max_epi32(top,  // keys < 2^31: signed max
+                             _mm256_and_si256(
+                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.data() + i + j)), abs_mask));
+  }
   for (; i + 8 <= x.size(); i += 8)
-    top = _mm256_max_epi32(top,  // keys < 2^31: signed max
-                           _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.data() + i)),
-                                            abs_mask));
+    top = _mm256_max_epi32(top, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.data() + i)),
+                                                 abs_mask));
   alignas(32) uint32_t lanes[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), top);
   uint32_t key = 0;
@@ -109,6 +118,7 @@ void dequantize_add_portable(const std::byte* q, float scale, std::span<float> o
   const __m256 s = _mm256_set1_ps(scale);
   size_t i = 0;
   for (; i + 8 <= out.size(); i += 8) {
+    if (i % 16 == 0) prefetch_ahead<true>(out.data() + i);
     const __m256 value =
         _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i))));
     _mm256_storeu_ps(out.data() + i, _mm256_add_ps(_mm256_loadu_ps(out.data() + i), _mm256_mul_ps(value, s)));
