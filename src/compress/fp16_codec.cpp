@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/half.hpp"
-#include "core/prefetch.hpp"
+#include "core/streaming_copy.hpp"
 
 namespace ptrain {
 
@@ -16,6 +16,7 @@ namespace {
 // Halves go through a small buffer of uint16_t on their way to and from the
 // byte vector, so no byte is read through a pointer of another type.
 constexpr size_t kBlock = 2048;
+constexpr size_t kBypassCacheBytes = size_t{8} << 20;
 
 }  // namespace
 
@@ -30,15 +31,19 @@ void Fp16Codec::encode_into(std::span<const float> grad, const StepInfo&, Encode
     throw Error(fmt::format("fp16 codec: encode got {} floats for a range of {}", grad.size(), count_));
   e.count = grad.size();
   e.bytes.resize(encoded_size(grad.size()));
+  // A message larger than the caches goes to memory anyway: past them, without
+  // reading each line first. A smaller one stays cached for the all-reduce.
+  const bool bypass = e.bytes.size() >= kBypassCacheBytes;
   uint16_t halves[kBlock];
   for (size_t b = 0; b < grad.size(); b += kBlock) {
     const size_t m = std::min(kBlock, grad.size() - b);
-    // The next block's destination, for writing (core/prefetch.hpp says why).
-    for (size_t line = 0; line < kBlock * sizeof(uint16_t); line += 64)
-      prefetch_ahead<true>(e.bytes.data() + b * sizeof(uint16_t) + line, kBlock * sizeof(uint16_t));
     stats_.saturated += floats_to_halves_saturating(grad.subspan(b, m), {halves, m});
-    std::memcpy(e.bytes.data() + b * sizeof(uint16_t), halves, m * sizeof(uint16_t));
+    if (bypass)
+      copy_bypassing_cache(e.bytes.data() + b * sizeof(uint16_t), halves, m * sizeof(uint16_t));
+    else
+      std::memcpy(e.bytes.data() + b * sizeof(uint16_t), halves, m * sizeof(uint16_t));
   }
+  if (bypass) finish_bypassing_copies();
   stats_.dense_bytes += grad.size_bytes();
   stats_.encoded_bytes += e.bytes.size();
 }
