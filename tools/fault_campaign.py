@@ -507,8 +507,9 @@ def main():
                         help="only the configurations whose names contain one of these words (comma-separated)")
     parser.add_argument("--seed", type=int, default=1, help="chooses configurations, moments, victims [1]")
     parser.add_argument("--every", type=int, default=20, help="--checkpoint-every, in steps [20]")
-    parser.add_argument("--max-lost", type=float, default=2,
-                        help="fail a trial that lost more than this many checkpoint intervals [2]")
+    # Every configuration here is lockstep: its checkpoint is committed before the next step.
+    parser.add_argument("--max-lost", type=float, default=1,
+                        help="fail a trial that lost more than this many checkpoint intervals [1]")
     parser.add_argument("--quick", action="store_true", help="short runs (the test suite's smoke run)")
     parser.add_argument("--csv", help="write every trial to this CSV file")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, checkpoints)")

@@ -47,9 +47,8 @@ void write_all(int fd, std::span<const std::byte> bytes, const std::string& labe
   }
 }
 
-}  // namespace
-
-void check_output_path(const std::string& path, const std::string& label) {
+// check_output_path but for the probe: what the file's own mkstemp tells anyway.
+void check_target(const std::string& path, const std::string& label) {
   if (path.empty()) throw Error(label + ": empty path");
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
@@ -63,6 +62,13 @@ void check_output_path(const std::string& path, const std::string& label) {
   struct stat dst {};
   if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode))
     throw Error(label + ": directory " + dir + " does not exist");
+}
+
+}  // namespace
+
+void check_output_path(const std::string& path, const std::string& label) {
+  check_target(path, label);
+  const std::string dir = directory_of(path);
   // Whether a file can be made there, by making one: access() says yes to
   // root in /proc or on a read-only bind mount, and the run's result was
   // lost at its end.
@@ -81,8 +87,14 @@ void sync_directory(const std::string& dir) {
 }
 
 void write_file_atomically(const std::string& path, std::span<const std::byte> bytes, const std::string& label,
-                           bool sync_dir) {
-  check_output_path(path, label);
+                           Flush flush) {
+  const std::span<const std::byte> pieces[] = {bytes};
+  write_file_atomically(path, pieces, label, flush);
+}
+
+void write_file_atomically(const std::string& path, std::span<const std::span<const std::byte>> pieces,
+                           const std::string& label, Flush flush) {
+  check_target(path, label);
   const std::string dir = directory_of(path);
   std::string name = ".";  // hidden, and never a name ptrain writes on purpose
   name.append(std::filesystem::path(path).filename().string()).append(".XXXXXX");
@@ -92,8 +104,8 @@ void write_file_atomically(const std::string& path, std::span<const std::byte> b
   if (file.fd < 0) write_failed(label, "cannot create a temporary file in " + dir);
   TemporaryFileGuard guard(tmp);  // a SIGINT or SIGTERM from here on removes it
   try {
-    write_all(file.fd, bytes, label);
-    if (::fsync(file.fd) != 0) write_failed(label, "cannot flush to disk");
+    for (const auto piece : pieces) write_all(file.fd, piece, label);
+    if (flush != Flush::none && ::fsync(file.fd) != 0) write_failed(label, "cannot flush to disk");
     // mkstemp makes 0600; a result file is as readable as any other the user writes.
     const mode_t mask = ::umask(0);
     ::umask(mask);
@@ -109,7 +121,14 @@ void write_file_atomically(const std::string& path, std::span<const std::byte> b
     throw;
   }
   guard.release();
-  if (sync_dir) sync_directory(dir);  // the rename itself on disk
+  if (flush == Flush::all) sync_directory(dir);  // the rename itself on disk
+}
+
+void flush_file(const std::string& path, const std::string& label) {
+  Fd file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (file.fd < 0) write_failed(label, "cannot open to flush to disk");
+  if (::fsync(file.fd) != 0) write_failed(label, "cannot flush to disk");
 }
 
 std::vector<std::byte> read_regular_file(const std::string& path, const std::string& label) {

@@ -4,7 +4,9 @@
 // symlink or other file is followed or reused), flushed to disk, renamed over
 // the target and the directory flushed too. A crash at any moment leaves the
 // old file or the new one, never half of either; a SIGINT or SIGTERM leaves
-// no temporary file either (core/temporary_files.hpp).
+// no temporary file either (core/temporary_files.hpp). A caller that flushes
+// later (Flush below) keeps that across a crash of the process, and across a
+// power loss once it has flushed.
 #include <cerrno>
 #include <cstddef>
 #include <span>
@@ -33,12 +35,28 @@ class WriteError : public Error {
 // creating and removing a file: access() answers yes to root everywhere).
 void check_output_path(const std::string& path, const std::string& label);
 
-// Replaces `path` with `bytes` as above (after check_output_path). On failure
-// (a WriteError once the temporary file is begun) it is removed and `path` is untouched. Without
-// `sync_directory` the rename is durable only once the caller flushes the
-// directory (sync_directory below): for several files that one flush commits.
+// How far write_file_atomically flushes before it returns.
+enum class Flush {
+  all,   // the file and the rename: on disk, across a power loss
+  file,  // the file; its rename once the caller flushes the directory (one flush for several files)
+  // Neither: complete or absent across a crash of the process (the page cache
+  // outlives a SIGKILL), not across a power loss until the caller flushes the
+  // file (flush_file) and the directory (sync_directory).
+  none,
+};
+
+// Replaces `path` with `bytes` as above (after check_output_path), flushed as
+// `flush` says. On failure (a WriteError once the temporary file is begun) it
+// is removed and `path` is untouched.
 void write_file_atomically(const std::string& path, std::span<const std::byte> bytes, const std::string& label,
-                           bool sync_directory = true);
+                           Flush flush = Flush::all);
+// The same with the file's bytes given in pieces, one after another (no copy to join them).
+void write_file_atomically(const std::string& path, std::span<const std::span<const std::byte>> pieces,
+                           const std::string& label, Flush flush = Flush::all);
+
+// Flushes a file written before (any process's writes: fsync acts on the
+// file, not the descriptor) to disk. Throws WriteError "<label>: ..." when it cannot.
+void flush_file(const std::string& path, const std::string& label);
 
 // Flushes a directory's entries (the renames into it) to disk; best effort.
 void sync_directory(const std::string& dir);

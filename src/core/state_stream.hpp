@@ -37,6 +37,8 @@ class StateWriter {
 
   const std::vector<std::byte>& bytes() const { return bytes_; }
   std::vector<std::byte> take() { return std::move(bytes_); }
+  // Empties it, keeping its memory: the next state of the same size is written without growing it.
+  void clear() { bytes_.clear(); }
 
  private:
   std::vector<std::byte> bytes_;

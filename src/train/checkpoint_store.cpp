@@ -31,9 +31,9 @@ constexpr std::string_view kPartMagic = "PTRNPART";
 constexpr std::string_view kManifestMagic = "PTRNCKPT";
 constexpr uint32_t kFormat = 1;
 
-uint32_t crc_of(std::span<const std::byte> bytes) {
-  return static_cast<uint32_t>(
-      crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+// CRC-32 of `bytes`, going on from `crc`, that of the bytes before them (0: none).
+uint32_t crc_of(std::span<const std::byte> bytes, uint32_t crc = 0) {
+  return static_cast<uint32_t>(crc32_z(crc, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
 }
 
 // The CRC-32 a sealed file ends with.
@@ -56,16 +56,6 @@ CheckpointPart part_on_disk(const std::string& path) {
   return {size, crc};
 }
 
-// magic + body + CRC-32 of magic and body.
-std::vector<std::byte> sealed(std::string_view magic, std::span<const std::byte> body) {
-  std::vector<std::byte> out(magic.size() + body.size() + sizeof(uint32_t));
-  std::memcpy(out.data(), magic.data(), magic.size());
-  if (!body.empty()) std::memcpy(out.data() + magic.size(), body.data(), body.size());
-  const uint32_t crc = crc_of(std::span(out).first(magic.size() + body.size()));
-  std::memcpy(out.data() + magic.size() + body.size(), &crc, sizeof crc);
-  return out;
-}
-
 // The body of a sealed file, or a description of what is wrong with it.
 std::span<const std::byte> unsealed(std::string_view magic, std::span<const std::byte> file, const std::string& label) {
   if (file.size() < magic.size() + sizeof(uint32_t))
@@ -79,19 +69,26 @@ std::span<const std::byte> unsealed(std::string_view magic, std::span<const std:
   return file.subspan(magic.size(), file.size() - magic.size() - sizeof stored);
 }
 
-// Writes one of a checkpoint's files (complete or absent); a full disk is
-// named as such, with the directory to free or change.
-void write_checkpoint_file(const std::string& dir, const std::string& path, std::span<const std::byte> bytes,
-                           bool sync_directory) {
+// Writes one of a checkpoint's files, sealed: magic + body + CRC-32 of magic
+// and body, written from where they are (a part is the worker's whole state:
+// no copy to join them). Complete or absent; a full disk is named as such,
+// with the directory to free or change.
+CheckpointPart write_sealed(const std::string& dir, const std::string& path, std::string_view magic,
+                            std::span<const std::byte> body, Flush flush) {
+  const auto head = std::as_bytes(std::span(magic.data(), magic.size()));
+  const uint32_t crc = crc_of(body, crc_of(head));
+  const std::span<const std::byte> pieces[] = {head, body, std::as_bytes(std::span(&crc, 1))};
+  const uint64_t bytes = head.size() + body.size() + sizeof crc;
   try {
-    write_file_atomically(path, bytes, "checkpoint " + path, sync_directory);
+    write_file_atomically(path, pieces, "checkpoint " + path, flush);
   } catch (const WriteError& e) {
     if (!e.no_space()) throw;
     throw Error(
         fmt::format("checkpoint directory {}: no space left on device for {} ({} bytes); the checkpoints "
                     "before it are intact: resume once there is room, or into another run.checkpoint_dir",
-                    dir, fs::path(path).filename().string(), bytes.size()));
+                    dir, fs::path(path).filename().string(), bytes));
   }
+  return {bytes, crc};
 }
 
 }  // namespace
@@ -135,13 +132,10 @@ std::string CheckpointStore::part_path(uint64_t step, uint64_t run, int rank) co
   return (fs::path(dir_) / fmt::format("step-{:012}.{:016x}.rank-{}.part", step, run, rank)).string();
 }
 
-CheckpointPart CheckpointStore::write_part(uint64_t step, uint64_t run, int rank,
-                                           std::span<const std::byte> state) const {
-  const std::vector<std::byte> file = sealed(kPartMagic, state);
-  const std::string path = part_path(step, run, rank);
-  // The directory is flushed once, by the commit, for every part.
-  write_checkpoint_file(dir_, path, file, /*sync_directory=*/false);
-  return {file.size(), trailer_crc(file)};
+CheckpointPart CheckpointStore::write_part(uint64_t step, uint64_t run, int rank, std::span<const std::byte> state,
+                                           Flush flush) const {
+  // The directory is flushed once for every part: by commit() or make_durable().
+  return write_sealed(dir_, part_path(step, run, rank), kPartMagic, state, flush);
 }
 
 std::vector<CheckpointPart> CheckpointStore::wait_for_parts(uint64_t step, uint64_t run, int workers,
@@ -164,20 +158,51 @@ std::vector<CheckpointPart> CheckpointStore::wait_for_parts(uint64_t step, uint6
   return parts;
 }
 
-void CheckpointStore::commit(uint64_t step, uint64_t run, const std::string& plan_json,
-                             std::span<const CheckpointPart> parts) const {
-  sync_directory(dir_);  // every part's rename, before the manifest names them
+void CheckpointStore::write_manifest(uint64_t step, uint64_t run, const std::string& plan_json,
+                                     std::span<const CheckpointPart> parts, Flush flush) const {
   StateWriter w;
   w.put_value("format", kFormat);
   w.put_value("step", step);
   w.put_value("run", run);
   w.put_text("plan", plan_json);
   w.put("parts", parts);
-  const std::string path = manifest_path(step);
-  write_checkpoint_file(dir_, path, sealed(kManifestMagic, w.bytes()), /*sync_directory=*/true);
+  write_sealed(dir_, manifest_path(step), kManifestMagic, w.bytes(), flush);
+}
 
-  // Keep the newest `keep`; then drop every part no kept manifest names.
+void CheckpointStore::commit(uint64_t step, uint64_t run, const std::string& plan_json,
+                             std::span<const CheckpointPart> parts) const {
+  sync_directory(dir_);  // every part's rename, before the manifest names them
+  write_manifest(step, run, plan_json, parts, Flush::all);
+  prune(step);
+}
+
+void CheckpointStore::publish(uint64_t step, uint64_t run, const std::string& plan_json,
+                              std::span<const CheckpointPart> parts) const {
+  write_manifest(step, run, plan_json, parts, Flush::none);
+}
+
+void CheckpointStore::make_durable(uint64_t step, uint64_t run, int workers) const {
+  for (int r = 0; r < workers; ++r) {
+    const std::string path = part_path(step, run, r);
+    flush_file(path, "checkpoint " + path);
+  }
+  const std::string manifest = manifest_path(step);
+  flush_file(manifest, "checkpoint " + manifest);
+  sync_directory(dir_);  // the renames of the parts and the manifest: on disk before anything older goes
+  prune(step);
+}
+
+void CheckpointStore::withdraw(uint64_t step) const {
+  std::error_code ec;
+  fs::remove(manifest_path(step), ec);
+}
+
+void CheckpointStore::prune(uint64_t durable) const {
+  // Of the checkpoints up to `durable` keep the newest `keep` (`durable`
+  // among them); then drop every part no kept manifest names. Newer ones are
+  // not on disk yet: none of them counts, none goes.
   std::vector<uint64_t> steps = committed_steps();
+  std::erase_if(steps, [&](uint64_t s) { return s > durable; });
   std::set<uint64_t> kept;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (steps.size() - i > static_cast<size_t>(keep_)) {
@@ -194,7 +219,7 @@ void CheckpointStore::commit(uint64_t step, uint64_t run, const std::string& pla
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, m, part_name)) continue;
     const uint64_t s = std::stoull(m[1].str());
-    if (s <= step && !kept.contains(s)) fs::remove(entry.path(), ec);
+    if (s <= durable && !kept.contains(s)) fs::remove(entry.path(), ec);
   }
 }
 

@@ -2,11 +2,21 @@
 // Checkpoints on disk: a directory of numbered checkpoints, each complete or
 // absent. Every worker writes its own part (`step-<N>.<run>.rank-<r>.part`,
 // its state as records with a CRC-32 at the end; <run> tells one run's parts
-// from a crashed run's at the same step), and once all parts are on disk
+// from a crashed run's at the same step), and once all parts are there
 // worker 0 commits them with a manifest (`step-<N>.ckpt`: the plan, the step,
 // the run, each part's size and CRC-32, and a CRC-32 of its own). Each file is
-// written atomically (core/atomic_file.hpp), so a checkpoint exists exactly
-// when its manifest does, and its parts are the ones the manifest names.
+// written to a temporary name and renamed (core/atomic_file.hpp), so a
+// checkpoint exists exactly when its manifest does, and its parts are the
+// ones the manifest names.
+//
+// Two orders of flushing to disk: commit() flushes the parts, then writes
+// and flushes the manifest (a checkpoint is on disk once it is there at all);
+// publish() renames the manifest into place unflushed, which a crash of the
+// process survives (the page cache does), and make_durable() flushes it all
+// later, off the training path; only a durable checkpoint lets older ones go.
+// A power loss before then may take the newest checkpoint, whose CRC-32s
+// then refuse it, never the durable one before it.
+//
 // Reading skips a damaged checkpoint (truncated, a flipped byte, a part
 // missing) and takes the newest intact one.
 #include <cstddef>
@@ -17,6 +27,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "core/atomic_file.hpp"
 
 namespace ptrain {
 
@@ -53,16 +65,30 @@ class CheckpointStore {
   std::string manifest_path(uint64_t step) const;
   std::string part_path(uint64_t step, uint64_t run, int rank) const;
 
-  // Writes worker `rank`'s part of the checkpoint at `step` of run `run`.
-  CheckpointPart write_part(uint64_t step, uint64_t run, int rank, std::span<const std::byte> state) const;
+  // Writes worker `rank`'s part of the checkpoint at `step` of run `run`:
+  // flushed to disk (Flush::file; its rename by commit()) or not (Flush::none;
+  // make_durable() flushes it).
+  CheckpointPart write_part(uint64_t step, uint64_t run, int rank, std::span<const std::byte> state,
+                            Flush flush = Flush::file) const;
   // What worker 0 commits: each of `workers` parts once it is on disk, waiting
   // up to `timeout` for the others' (or until `give_up` says so).
   std::vector<CheckpointPart> wait_for_parts(uint64_t step, uint64_t run, int workers,
                                              std::chrono::milliseconds timeout,
                                              const std::function<bool()>& give_up = {}) const;
-  // Commits the checkpoint at `step` once every part is written, then removes
-  // all but the newest `keep` checkpoints (and parts no manifest names).
+  // Commits the checkpoint at `step` once every part is flushed: its manifest,
+  // flushed with the directory; then removes all but the newest `keep`
+  // checkpoints (and parts no manifest names).
   void commit(uint64_t step, uint64_t run, const std::string& plan_json, std::span<const CheckpointPart> parts) const;
+  // Commits the checkpoint at `step` once every part is renamed into place,
+  // flushing nothing: resumable from here on after a crash of the process.
+  void publish(uint64_t step, uint64_t run, const std::string& plan_json, std::span<const CheckpointPart> parts) const;
+  // Flushes a published checkpoint's `workers` parts, its manifest and the
+  // directory to disk (a WriteError when one cannot be), then removes all but
+  // the newest `keep` checkpoints up to `step`; newer ones stay.
+  void make_durable(uint64_t step, uint64_t run, int workers) const;
+  // Removes the manifest of the checkpoint at `step` (its parts go with the
+  // leftovers): one that could not be made durable is not kept.
+  void withdraw(uint64_t step) const;
 
   // Removes what a run that failed or was killed left behind: temporary files
   // and parts of a checkpoint that was never committed (no manifest of their
@@ -80,6 +106,10 @@ class CheckpointStore {
   CheckpointStore(std::string dir, int keep, NoCreate);
   std::vector<uint64_t> committed_steps() const;  // ascending, by manifest name
   FoundCheckpoint read_manifest(uint64_t step) const;
+  void write_manifest(uint64_t step, uint64_t run, const std::string& plan_json, std::span<const CheckpointPart> parts,
+                      Flush flush) const;
+  // All but the newest `keep` checkpoints up to `durable`, and parts no kept manifest names, go.
+  void prune(uint64_t durable) const;
 
   std::string dir_;
   int keep_;

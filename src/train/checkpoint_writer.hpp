@@ -1,12 +1,28 @@
 #pragma once
-// Writes a worker's checkpoints off the training path: the worker hands over
-// its serialized state and trains on while this writer's thread seals it,
-// writes it and flushes it to disk; worker 0's writer then waits for every
-// worker's part to appear and commits the checkpoint with its manifest. One
-// checkpoint is in flight per worker: handing over the next waits for the
-// last. A checkpoint that fails (a full disk, a part that never came) is
-// kept as this writer's failure, which the trainer asks after every step, so
-// that every worker stops at the same step and the run ends with its
+// Writes a worker's checkpoints, keeping the slow part off the training path,
+// in one of two ways.
+//
+// Lockstep strategies (every worker at the same step between steps): each
+// worker writes its part at once, renamed into place but not flushed
+// (write_part_now); once the workers agree that every part is there, worker 0
+// writes the manifest the same way (publish_now). The checkpoint is then
+// resumable after a kill of the process, before any worker takes the next
+// step, so a kill loses at most one interval. Worker 0's writer thread then
+// flushes the parts, the manifest and the directory to disk, and only then
+// removes older checkpoints, so that one on disk is always kept. Training
+// does not wait for a flush: when checkpoints come faster than the disk
+// flushes them, the thread flushes the newest when it is free, skipping those
+// in between.
+//
+// The others (their workers never wait for each other between steps): the
+// worker hands over its serialized state and trains on while this writer's
+// thread seals it, writes it and flushes it; worker 0's writer then waits for
+// every worker's part to appear and commits the checkpoint with its manifest.
+//
+// On that path one checkpoint is in flight per worker: the next waits for
+// the last. Either way a checkpoint that fails (a full disk, a flush that failed, a part that never
+// came) is kept as this writer's failure, which the trainer asks after every
+// step, so that every worker stops at the same step and the run ends with its
 // checkpoints before that one intact.
 #include <chrono>
 #include <condition_variable>
@@ -14,9 +30,9 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "core/run_failure.hpp"
@@ -46,18 +62,27 @@ class CheckpointWriter {
   // Hands over this worker's state at `step`, once the previous checkpoint is
   // written. After a failure nothing more is written: the state is dropped.
   void submit(uint64_t step, std::vector<std::byte> state);
+  // Lockstep: writes this worker's part at `step` now (unflushed). Returns
+  // the failure as one line ("": none; after a failure nothing is written).
+  std::string write_part_now(uint64_t step, std::span<const std::byte> state);
+  // Lockstep, worker 0, once every worker's part at `step` is written: the
+  // manifest now (unflushed), and the flushes handed to this writer's thread.
+  // Returns the failure as one line ("": none).
+  std::string publish_now(uint64_t step);
   // Waits until everything handed over is written (and, on worker 0, committed).
   void finish();
   // The first checkpoint that failed, as one line ("": none), without waiting.
   std::string failure() const;
-  // Worker 0 stops waiting for the others' parts; returns once this writer is idle.
+  // Worker 0 stops waiting for the others' parts (a flush still goes on);
+  // returns once this writer is idle.
   void abandon();
-  // Checkpoints committed so far (worker 0's writer).
+  // Checkpoints committed (lockstep: published) so far (worker 0's writer).
   size_t committed() const;
 
  private:
   void loop();
   void wait_idle(std::unique_lock<std::mutex>& lock);
+  std::string failure_at(uint64_t step, const std::exception& e) const;
 
   const CheckpointStore& store_;
   const int rank_, workers_;
@@ -67,7 +92,13 @@ class CheckpointWriter {
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::optional<std::pair<uint64_t, std::vector<std::byte>>> job_;
+  // A state to write and commit (submit), or a published checkpoint to flush (flush_only).
+  struct Job {
+    uint64_t step = 0;
+    std::vector<std::byte> state;
+    bool flush_only = false;
+  };
+  std::optional<Job> job_;
   bool busy_ = false, stopping_ = false, abandoned_ = false;
   std::chrono::steady_clock::time_point stopped_at_;
   std::string failure_;

@@ -350,9 +350,10 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   auto epoch_seconds = [&] { return epoch_seconds_before + epoch_clock.seconds(); };
   // Every worker writes its part, then worker 0 commits them with the manifest.
   // `key` names the checkpoint: the step (lockstep), or all workers' steps.
+  StateWriter w;  // lockstep: kept between checkpoints, so that it does not grow again each time
   auto write_checkpoint = [&](size_t next_epoch, uint64_t key) {
     comm.barrier();  // every worker's step done (sequential turns end one after another)
-    StateWriter w;
+    w.clear();
     w.put_value("step", static_cast<uint64_t>(step));
     if (rank == 0 || !side->replicated()) {
       w.put("params", std::span<const float>(replica.params()));
@@ -363,6 +364,18 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     w.put("epoch.losses", losses);
     w.put_value("epoch.seconds", epoch_seconds());
     if (rank == 0) save_result(w, result);
+    if (lockstep) {
+      // Committed before any worker takes the next step (a kill loses at most
+      // one interval); flushed to disk by worker 0's writer meanwhile. The
+      // workers agree on every part, then on the manifest, so that a failure
+      // stops them all here.
+      std::string failed = first_reason(comm, writer->write_part_now(key, w.bytes()));
+      if (failed.empty()) failed = first_reason(comm, rank == 0 ? writer->publish_now(key) : std::string());
+      if (!failed.empty()) stop_after_failed_checkpoint(failed);
+      in_flight = {step, store->manifest_path(key)};
+      announce_commits();
+      return;
+    }
     if (with_servers) comm.barrier();  // no step before worker 0 has the shards' state
     writer->submit(key, w.take());  // written and committed while training goes on
     announce_commits();             // the one before, which submit() waited for

@@ -135,7 +135,8 @@ struct StepDone {
   double seconds = 0;  // training time so far, evaluation excluded
 };
 
-// A checkpoint committed to disk: resuming from it goes on after worker 0's `step`.
+// A checkpoint committed (lockstep: not yet flushed to disk, which a kill of
+// the process does not undo): resuming from it goes on after worker 0's `step`.
 struct CheckpointDone {
   size_t step = 0;
   std::string manifest;

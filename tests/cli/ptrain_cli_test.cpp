@@ -38,7 +38,7 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--strategy gossip", "--strategy: unknown strategy 'gossip'"},
       {"--strategy hybird", "did you mean hybrid?"},
       {"--optimizer rmsprop", "--optimizer: unknown optimizer 'rmsprop'"},
-      {"--allreduce gossip", "--allreduce: expected one of native, ring, hd, tree, got 'gossip'"},
+      {"--allreduce gossip", "--allreduce: expected one of native, ring, hd, tree, hierarchical, got 'gossip'"},
       {"--bucket-size 0", "--bucket-size: expected a positive size such as 25MiB"},
       {"--bucket-size 12XB", "got '12XB'"},
       {"--compress zip", "--compress: unknown codec 'zip'"},

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
@@ -276,10 +277,30 @@ class FileSizeLimit {
   void (*old_handler_)(int) = nullptr;
 };
 
+// A replica that counts its steps.
+class CountingModel : public Model {
+ public:
+  CountingModel(std::unique_ptr<Model> inner, std::atomic<size_t>* steps) : inner_(std::move(inner)), steps_(steps) {}
+  std::string name() const override { return inner_->name(); }
+  const FlatLayout& layout() const override { return inner_->layout(); }
+  std::span<float> params() override { return inner_->params(); }
+  std::span<float> grads() override { return inner_->grads(); }
+  float forward_backward(const Batch& batch) override {
+    ++*steps_;
+    return inner_->forward_backward(batch);
+  }
+  Metrics evaluate(const Dataset& data) override { return inner_->evaluate(data); }
+
+ private:
+  std::unique_ptr<Model> inner_;
+  std::atomic<size_t>* steps_;
+};
+
 TEST(CheckpointResume, AFailedCheckpointStopsTheRunWithTheOnesBeforeIntactAndNothingLeft) {
   // Worker 0's part grows with the run's losses: with files limited to a size
   // between its part at step 10 and at step 15, the checkpoint at step 15
-  // fails on worker 0 alone, after the others wrote their parts.
+  // fails on worker 0 alone, after the others wrote their parts. The workers
+  // agree on it before the next step: none takes step 16.
   const LoadedData data = clusters();
   RunPlan plan = small_plan();
   plan.codec = DgcOptions{};
@@ -304,12 +325,27 @@ TEST(CheckpointResume, AFailedCheckpointStopsTheRunWithTheOnesBeforeIntactAndNot
   {
     const FileSizeLimit limit(part_size(10, 0) + (part_size(15, 0) - part_size(10, 0)) / 2);
     World world = make_world(plan);
+    RunInputs inputs = data_only(data);
+    std::mutex made;
+    std::vector<std::unique_ptr<std::atomic<size_t>>> steps;  // per replica made
+    inputs.model = [&](const ModelInput& in) -> std::unique_ptr<Model> {
+      std::lock_guard lock(made);
+      steps.push_back(std::make_unique<std::atomic<size_t>>(0));
+      return std::make_unique<CountingModel>(make_model(plan.model, in), steps.back().get());
+    };
     try {
-      run(plan, world, {}, data_only(data));
+      run(plan, world, {}, inputs);
       ADD_FAILURE() << "the run went on past its failed checkpoint";
     } catch (const InterruptedError& e) {
       message = e.what();  // a retry from the last checkpoint may succeed
     }
+    size_t workers = 0;
+    for (const auto& n : steps) {
+      if (*n == 0) continue;  // not a worker's
+      EXPECT_EQ(*n, 15u);
+      ++workers;
+    }
+    EXPECT_EQ(workers, 3u);
   }
   EXPECT_NE(message.find("checkpoint of step 15 on worker 0: checkpoint " + plan.run.checkpoint_dir),
             std::string::npos)

@@ -120,10 +120,11 @@ TEST(ShmCheckpointResume, SeqKilledMidwayResumesToTheSameBits) {
 // training loss (on the whole training set, about 0.22) and its test
 // accuracy (about 0.945). In 48 resumed runs of these settings (2026-11-26,
 // the 2-core VM) the threads' timing moved them by at most 0.0035 and
-// 0.0056; the run stopped halfway was 0.076 to 0.089 behind in loss, so a
+// 0.0056, and under ThreadSanitizer, whose scheduling differs, once by 0.0107
+// in loss; the run stopped halfway was 0.076 to 0.089 behind in loss, so a
 // resume that lost the state fails (checked below, with a margin).
-constexpr double kLossTolerance = 0.01;
-constexpr double kAccuracyTolerance = 0.015;
+constexpr double kLossTolerance = 0.02;
+constexpr double kAccuracyTolerance = 0.02;
 
 struct Quality {
   double loss = 0, accuracy = 0;
@@ -159,7 +160,7 @@ TEST(ShmCheckpointResume, AsynchronousRunsStoppedOrKilledResumeToTheSameQuality)
     EXPECT_EQ(half.shared_memory->stopped_by, "max steps") << what;
     EXPECT_EQ(half.checkpoints, 3u) << what;  // after 30, 60 and 90 gradients
     // The half-trained run is outside the tolerance: a resume that lost the state would fail.
-    EXPECT_GT(quality(half).loss - whole.loss, 5 * kLossTolerance) << what;
+    EXPECT_GT(quality(half).loss - whole.loss, 2 * kLossTolerance) << what;
 
     // Resumed without the limit, it computes only the other half, and ends where the whole run did.
     RunPlan rest = stopped;

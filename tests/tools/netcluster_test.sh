@@ -32,7 +32,7 @@ addresses=$("$netcluster" run 3 --name "$name" -- sh -c 'ip -4 -o addr show dev 
 
 out=$("$netcluster" run 3 --name "$name" -- "$ptrain" bench allreduce --algo ring --sizes 1MiB)
 echo "$out"
-grep -qE "ring +1MiB .* ok$" <<<"$out" || fail "the all-reduce across the cluster did not check out"
+grep -qE "ring +1MiB .* ok +[0-9.]+$" <<<"$out" || fail "the all-reduce across the cluster did not check out"
 
 # Training across the hosts names the transport the cluster set: TCP on eth0 only.
 if [ -d /usr/share/datasets/fashion-mnist ]; then

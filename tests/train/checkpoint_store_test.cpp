@@ -177,5 +177,58 @@ TEST(CheckpointStore, RemovesWhatAFailedRunLeftAndNothingElse) {
   EXPECT_EQ(store.newest()->step, 1u);
 }
 
+// The lockstep order: parts and manifest renamed into place unflushed
+// (resumable at once), then made durable; only a durable checkpoint lets
+// older ones go, and never one newer than itself.
+TEST(CheckpointStore, APublishedCheckpointIsFoundAtOnceAndPrunesNothingUntilDurable) {
+  test::ScratchDir dir;
+  const CheckpointStore store(dir.path().string(), 1);
+  write_checkpoint(store, 10, 2);  // durable
+  auto publish = [&](uint64_t step) {
+    for (int r = 0; r < 2; ++r) store.write_part(step, kRun, r, state_of(step, r), Flush::none);
+    store.publish(step, kRun, "{}", store.wait_for_parts(step, kRun, 2, std::chrono::milliseconds(0)));
+  };
+  publish(20);
+  publish(30);
+  auto manifests = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir.path()))
+      if (e.path().extension() == ".ckpt") names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  // Keeping 1, yet nothing went: 10 is the only one on disk.
+  EXPECT_EQ(manifests(), (std::vector<std::string>{"step-000000000010.ckpt", "step-000000000020.ckpt",
+                                                   "step-000000000030.ckpt"}));
+  const auto found = store.newest();
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->step, 30u);
+  EXPECT_EQ(store.read_part(*found, 1), state_of(30, 1));
+
+  store.make_durable(20, kRun, 2);  // 10 goes; 30, not yet durable, stays
+  EXPECT_EQ(manifests(), (std::vector<std::string>{"step-000000000020.ckpt", "step-000000000030.ckpt"}));
+  EXPECT_FALSE(fs::exists(store.part_path(10, kRun, 0)));
+  EXPECT_TRUE(fs::exists(store.part_path(30, kRun, 1)));
+  store.make_durable(30, kRun, 2);
+  EXPECT_EQ(manifests(), (std::vector<std::string>{"step-000000000030.ckpt"}));
+  EXPECT_EQ(store.newest()->step, 30u);
+}
+
+TEST(CheckpointStore, ACheckpointThatCannotBeMadeDurableFailsAndPrunesNothing) {
+  test::ScratchDir dir;
+  const CheckpointStore store(dir.path().string(), 1);
+  write_checkpoint(store, 10, 1);
+  store.write_part(20, kRun, 0, state_of(20, 0), Flush::none);
+  store.publish(20, kRun, "{}", store.wait_for_parts(20, kRun, 1, std::chrono::milliseconds(0)));
+  fs::remove(store.part_path(20, kRun, 0));  // gone before its flush
+  const std::string message = test::error_message([&] { store.make_durable(20, kRun, 1); });
+  EXPECT_EQ(message.rfind("checkpoint " + store.part_path(20, kRun, 0) + ": cannot open to flush to disk", 0), 0u)
+      << message;
+  EXPECT_TRUE(fs::exists(store.manifest_path(10)));
+  store.withdraw(20);
+  EXPECT_FALSE(fs::exists(store.manifest_path(20)));
+  EXPECT_EQ(store.newest()->step, 10u);
+}
+
 }  // namespace
 }  // namespace ptrain
