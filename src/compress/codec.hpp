@@ -74,8 +74,15 @@ class Codec {
   virtual ~Codec() = default;
   virtual std::string name() const = 0;
 
-  // Encodes this worker's `grad` (grad.size() == the range's count) for the step.
-  virtual Encoded encode(std::span<const float> grad, const StepInfo& step) = 0;
+  // Encodes this worker's `grad` (grad.size() == the range's count) for the
+  // step into `out`, reusing its buffer: a caller that keeps one Encoded per
+  // range between steps spares a fresh allocation (and its page faults) each step.
+  virtual void encode_into(std::span<const float> grad, const StepInfo& step, Encoded& out) = 0;
+  Encoded encode(std::span<const float> grad, const StepInfo& step) {
+    Encoded e;
+    encode_into(grad, step, e);
+    return e;
+  }
   // out += decoded(e). `e` may come from another worker's codec of the same kind.
   virtual void decode_add(const Encoded& e, std::span<float> out) const = 0;
 

@@ -9,6 +9,7 @@
 
 #include "compress/magnitude_select.hpp"
 #include "core/error.hpp"
+#include "core/prefetch.hpp"
 #include "core/rng.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -105,6 +106,11 @@ template <bool kMomentum, bool kAccumulate, bool kCollect>
   for (const auto& [begin, end] : spans) {
     size_t i = begin;
     for (; i + 8 <= end; i += 8) {
+      if (i % 16 == 0) {  // core/prefetch.hpp says why
+        prefetch_ahead(a.g + i);
+        prefetch_ahead<true>(a.v + i);
+        if constexpr (kMomentum) prefetch_ahead<true>(a.u + i);
+      }
       const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(a.g + i), scale);
       __m256 x = scaled;
       if constexpr (kMomentum) {
@@ -398,13 +404,12 @@ void DgcCodec::select(std::span<const float> grad, float scale, const StepInfo& 
   select_exact(k);
 }
 
-Encoded DgcCodec::encode(std::span<const float> grad, const StepInfo& step) {
+void DgcCodec::encode_into(std::span<const float> grad, const StepInfo& step, Encoded& e) {
   if (grad.size() != layout_.count())
     throw Error(
         fmt::format("dgc: a gradient of {} elements for a range of {}", grad.size(), layout_.count()));
   const size_t k = pairs(step);
   const float scale = clip_scale(grad, step.workers);
-  Encoded e;
   SparseMessageWriter writer(e, layout_, k);
   encode_dense(grad, scale, writer);
   selected_.clear();
@@ -419,7 +424,6 @@ Encoded DgcCodec::encode(std::span<const float> grad, const StepInfo& step) {
   stats_.dense_bytes += sizeof(float) * grad.size();
   stats_.encoded_bytes += e.bytes.size();
   stats_.selected += selected_.size() + layout_.dense_count();
-  return e;
 }
 
 void DgcCodec::decode_add(const Encoded& e, std::span<float> out) const {

@@ -110,7 +110,7 @@ class DgcCodec : public Codec {
   DgcCodec(const DgcConfig& config, const CodecRange& range, uint64_t seed);
 
   std::string name() const override { return "dgc"; }
-  Encoded encode(std::span<const float> grad, const StepInfo& step) override;
+  void encode_into(std::span<const float> grad, const StepInfo& step, Encoded& e) override;
   void decode_add(const Encoded& e, std::span<float> out) const override;
   bool applies_momentum() const override { return config_.momentum_correction; }
   // (f) While the warm-up's density is above the target.

@@ -28,7 +28,7 @@ class Fp16Codec : public Codec {
   explicit Fp16Codec(const CodecRange& range);
 
   std::string name() const override { return "fp16"; }
-  Encoded encode(std::span<const float> grad, const StepInfo& step) override;
+  void encode_into(std::span<const float> grad, const StepInfo& step, Encoded& e) override;
   void decode_add(const Encoded& e, std::span<float> out) const override;
   bool summable_as_half() const override { return true; }
 

@@ -56,7 +56,7 @@ class Int8Codec : public Codec {
   Int8Codec(const Int8Options& options, const CodecRange& range, uint64_t seed);
 
   std::string name() const override { return "int8"; }
-  Encoded encode(std::span<const float> grad, const StepInfo& step) override;
+  void encode_into(std::span<const float> grad, const StepInfo& step, Encoded& e) override;
   void decode_add(const Encoded& e, std::span<float> out) const override;
 
   // The wire form's size for `count` floats in chunks of `chunk`.

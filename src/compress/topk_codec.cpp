@@ -28,7 +28,7 @@ TopkCodec::TopkCodec(const TopkOptions& options, const CodecRange& range)
   selected_.reserve(k_);
 }
 
-Encoded TopkCodec::encode(std::span<const float> grad, const StepInfo& /*step*/) {
+void TopkCodec::encode_into(std::span<const float> grad, const StepInfo& /*step*/, Encoded& e) {
   if (grad.size() != layout_.count())
     throw Error(
         fmt::format("topk: a gradient of {} elements for a range of {}", grad.size(), layout_.count()));
@@ -43,7 +43,6 @@ Encoded TopkCodec::encode(std::span<const float> grad, const StepInfo& /*step*/)
   selected_.clear();
   append_cut_indices(source, layout_.sparse(), cut, selected_);
 
-  Encoded e;
   SparseMessageWriter writer(e, layout_, k_);
   for (size_t slot = 0; slot < selected_.size(); ++slot) {
     const uint32_t i = selected_[slot];
@@ -55,7 +54,6 @@ Encoded TopkCodec::encode(std::span<const float> grad, const StepInfo& /*step*/)
   stats_.dense_bytes += sizeof(float) * grad.size();
   stats_.encoded_bytes += e.bytes.size();
   stats_.selected += selected_.size();
-  return e;
 }
 
 void TopkCodec::decode_add(const Encoded& e, std::span<float> out) const {

@@ -34,7 +34,7 @@ class TopkCodec : public Codec {
   TopkCodec(const TopkOptions& options, const CodecRange& range);
 
   std::string name() const override { return "topk"; }
-  Encoded encode(std::span<const float> grad, const StepInfo& step) override;
+  void encode_into(std::span<const float> grad, const StepInfo& step, Encoded& e) override;
   void decode_add(const Encoded& e, std::span<float> out) const override;
 
   // Pairs in every message (the same on every worker and step).

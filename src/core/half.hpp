@@ -22,6 +22,8 @@
 #include <limits>
 #include <span>
 
+#include "core/prefetch.hpp"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #include <immintrin.h>
@@ -161,11 +163,13 @@ inline bool cpu_has_f16c() {
   return _mm256_blendv_ps(x, clamped, beyond);
 }
 
+
 [[gnu::target("avx,f16c")]] inline uint64_t to_halves_saturating_f16c(std::span<const float> in,
                                                                       std::span<uint16_t> out) {
   uint64_t saturated = 0;
   size_t i = 0;
   for (; i + 8 <= in.size(); i += 8) {
+    if (i % 16 == 0) prefetch_ahead(in.data() + i);
     const __m256 x = saturate8(_mm256_loadu_ps(in.data() + i), saturated);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i),
                      _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
@@ -193,9 +197,11 @@ inline bool cpu_has_f16c() {
 [[gnu::target("avx,f16c")]] inline void add_to_floats_f16c(std::span<const uint16_t> in,
                                                            std::span<float> out) {
   size_t i = 0;
-  for (; i + 8 <= in.size(); i += 8)
+  for (; i + 8 <= in.size(); i += 8) {
+    if (i % 16 == 0) prefetch_ahead<true>(out.data() + i);
     _mm256_storeu_ps(out.data() + i,
                      add8_canonical(_mm256_loadu_ps(out.data() + i), load8_halves(in.data() + i)));
+  }
   add_to_floats_scalar(in.subspan(i), out.subspan(i));
 }
 

@@ -38,6 +38,7 @@ GradientReducer::GradientReducer(Communicator& comm, AllreduceAlgorithm algorith
       }
       codecs_.push_back(make_codec(codec, range, comm.rank()));
     }
+  encoded_.resize(codecs_.size());
   if (overlap_ && !buckets_.empty()) thread_ = std::thread([this] { run_communication(); });
 }
 
@@ -112,7 +113,8 @@ void GradientReducer::reduce(size_t bucket) {
     comm_.allreduce(data, algorithm_);
   } else {
     Codec& codec = *codecs_[bucket];
-    Encoded mine = codec.encode(data, step_info_);
+    Encoded& mine = encoded_[bucket];
+    codec.encode_into(data, step_info_, mine);
     if (!codec.warming_up(step_info_)) {
       steady_.steady_dense_bytes += data.size_bytes();
       steady_.steady_encoded_bytes += mine.bytes.size();

@@ -63,6 +63,7 @@ class GradientReducer {
   std::vector<size_t> segments_in_bucket_;
   const bool overlap_;
   std::vector<std::unique_ptr<Codec>> codecs_;  // per bucket; empty without compression
+  std::vector<Encoded> encoded_;                 // per bucket with codecs_: message buffers reused step to step
   StepInfo step_info_;                          // this step's, for the codecs
   CodecStats steady_;                           // the steady_* byte counts, kept here for every codec
 

@@ -68,6 +68,25 @@ TEST(Fp16Codec, WireFormIsTheNearestHalvesInMemoryOrder) {
   EXPECT_EQ(small.name(), "fp16");
 }
 
+// Messages from 8 MiB up are written past the caches (core/streaming_copy.hpp),
+// and a reused message buffer is overwritten whole: the same halves either way.
+TEST(Fp16Codec, LargeMessagesAndReusedBuffersHoldTheNearestHalves) {
+  Rng rng(4);
+  std::vector<float> grad((size_t{4} << 20) + 7);  // 8 MiB + 14 bytes of halves, an odd tail
+  for (auto& g : grad) g = (rng.uniform() - 0.5f) * std::ldexp(1.0f, static_cast<int>(rng.below(40)) - 25);
+  grad[5] = 1e20f;  // saturates
+  grad[grad.size() - 1] = std::numeric_limits<float>::infinity();
+  auto codec = codec_for(grad.size());
+  Encoded e;
+  e.bytes.assign(2 * grad.size(), std::byte{0xAB});  // a previous step's bytes, to be overwritten
+  codec.encode_into(grad, StepInfo{}, e);
+  const auto halves = wire_halves(e);
+  ASSERT_EQ(halves.size(), grad.size());
+  uint64_t saturated = 0;
+  for (size_t i = 0; i < grad.size(); ++i) ASSERT_EQ(halves[i], float_to_half_saturating(grad[i], saturated)) << i;
+  EXPECT_EQ(codec.stats().saturated, saturated);
+}
+
 TEST(Fp16Codec, BeyondTheHalfRangeSaturatesAndIsCounted) {
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> grad = {70000.0f,      -1e20f, 65519.0f, inf,   -inf,
