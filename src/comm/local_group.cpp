@@ -205,72 +205,74 @@ size_t slice_begin(size_t count, int r, int n) {
   return count * static_cast<size_t>(r) / static_cast<size_t>(n);
 }
 
-void sum_published(LocalGroup& group, size_t lo, size_t hi, float* out) {
-  const int n = group.size();
-  std::vector<const float*> peers(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) peers[static_cast<size_t>(r)] = static_cast<const float*>(group.slot(r).data);
-  for (size_t i = lo; i < hi; ++i) {
-    float sum = peers[0][i];
-    for (int r = 1; r < n; ++r) sum += peers[static_cast<size_t>(r)][i];
-    out[i] = sum;
+namespace {
+
+constexpr size_t kSumBlock = 2048;  // partial sums that stay in L1
+
+// Every member's buffer, as published to be reduced in place.
+template <typename T>
+std::vector<T*> published_buffers(LocalGroup& group) {
+  std::vector<T*> peers(static_cast<size_t>(group.size()));
+  for (int r = 0; r < group.size(); ++r)
+    peers[static_cast<size_t>(r)] = static_cast<T*>(const_cast<void*>(group.slot(r).data));
+  return peers;
+}
+
+// Elements [b, b + m) of every buffer summed in member order into `sums`,
+// each loop over one buffer so that it vectorizes.
+void sum_block(const std::vector<float*>& peers, size_t b, size_t m, float* sums) {
+  const float* first = peers[0] + b;
+  for (size_t i = 0; i < m; ++i) sums[i] = first[i];
+  for (size_t r = 1; r < peers.size(); ++r) {
+    const float* p = peers[r] + b;
+    for (size_t i = 0; i < m; ++i) sums[i] += p[i];
   }
 }
 
-void sum_published(LocalGroup& group, size_t lo, size_t hi, uint16_t* out) {
-  const int n = group.size();
-  std::vector<const uint16_t*> peers(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) peers[static_cast<size_t>(r)] = static_cast<const uint16_t*>(group.slot(r).data);
-  constexpr size_t kBlock = 2048;  // fp32 partial sums that stay in L1
-  float sums[kBlock];
-  for (size_t b = lo; b < hi; b += kBlock) {
-    const size_t m = std::min(kBlock, hi - b);
-    const std::span<float> block(sums, m);
-    halves_to_floats({peers[0] + b, m}, block);
-    for (int r = 1; r < n; ++r) add_halves_to_floats({peers[static_cast<size_t>(r)] + b, m}, block);
-    floats_to_halves_saturating(block, {out + b, m});
+// Halves: summed in fp32 and rounded once, saturating.
+void sum_block(const std::vector<uint16_t*>& peers, size_t b, size_t m, uint16_t* sums) {
+  float wide[kSumBlock];
+  const std::span<float> block(wide, m);
+  halves_to_floats({peers[0] + b, m}, block);
+  for (size_t r = 1; r < peers.size(); ++r) add_halves_to_floats({peers[r] + b, m}, block);
+  floats_to_halves_saturating(block, {sums, m});
+}
+
+// Sums [lo, hi) a block at a time and hands each block's sums to
+// `write(peers, b, m, sums)`.
+template <typename T, typename Write>
+void for_each_summed_block(LocalGroup& group, size_t lo, size_t hi, Write&& write) {
+  const std::vector<T*> peers = published_buffers<T>(group);
+  alignas(64) T sums[kSumBlock];
+  for (size_t b = lo; b < hi; b += kSumBlock) {
+    const size_t m = std::min(kSumBlock, hi - b);
+    sum_block(peers, b, m, sums);
+    write(peers, b, m, sums);
   }
 }
 
-template <>
-void sum_published_to_all<float>(LocalGroup& group, size_t lo, size_t hi) {
-  const int n = group.size();
-  std::vector<float*> peers(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r)  // published to be reduced in place
-    peers[static_cast<size_t>(r)] = static_cast<float*>(const_cast<void*>(group.slot(r).data));
-  // Summed a block at a time in L1, in member order (the bits of sum_published),
-  // each loop over one buffer so that it vectorizes.
-  constexpr size_t kBlock = 2048;
-  alignas(64) float sums[kBlock];
-  for (size_t b = lo; b < hi; b += kBlock) {
-    const size_t m = std::min(kBlock, hi - b);
-    const float* first = peers[0] + b;
-    for (size_t i = 0; i < m; ++i) sums[i] = first[i];
-    for (int r = 1; r < n; ++r) {
-      const float* p = peers[static_cast<size_t>(r)] + b;
-      for (size_t i = 0; i < m; ++i) sums[i] += p[i];
-    }
-    for (float* peer : peers) std::memcpy(peer + b, sums, m * sizeof(float));
-  }
+template <typename T>
+void sum_into(LocalGroup& group, size_t lo, size_t hi, T* out) {
+  for_each_summed_block<T>(group, lo, hi, [&](const std::vector<T*>&, size_t b, size_t m, const T* sums) {
+    std::memcpy(out + b, sums, m * sizeof(T));
+  });
 }
 
-template <>
-void sum_published_to_all<uint16_t>(LocalGroup& group, size_t lo, size_t hi) {
-  const int n = group.size();
-  std::vector<uint16_t*> peers(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r)
-    peers[static_cast<size_t>(r)] = static_cast<uint16_t*>(const_cast<void*>(group.slot(r).data));
-  constexpr size_t kBlock = 2048;
-  float sums[kBlock];
-  uint16_t halves[kBlock];
-  for (size_t b = lo; b < hi; b += kBlock) {
-    const size_t m = std::min(kBlock, hi - b);
-    const std::span<float> block(sums, m);
-    halves_to_floats({peers[0] + b, m}, block);
-    for (int r = 1; r < n; ++r) add_halves_to_floats({peers[static_cast<size_t>(r)] + b, m}, block);
-    floats_to_halves_saturating(block, {halves, m});
-    for (uint16_t* peer : peers) std::memcpy(peer + b, halves, m * sizeof(uint16_t));
-  }
+}  // namespace
+
+void sum_published(LocalGroup& group, size_t lo, size_t hi, float* out) { sum_into(group, lo, hi, out); }
+
+void sum_published(LocalGroup& group, size_t lo, size_t hi, uint16_t* out) { sum_into(group, lo, hi, out); }
+
+template <typename T>
+void sum_published_to_all(LocalGroup& group, size_t lo, size_t hi) {
+  for_each_summed_block<T>(group, lo, hi, [](const std::vector<T*>& peers, size_t b, size_t m, const T* sums) {
+    for (T* peer : peers) std::memcpy(peer + b, sums, m * sizeof(T));
+  });
 }
+
+template void sum_published_to_all<float>(LocalGroup&, size_t, size_t);
+template void sum_published_to_all<uint16_t>(LocalGroup&, size_t, size_t);
 
 namespace {
 
