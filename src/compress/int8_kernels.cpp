@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/cpu_features.hpp"
 #include "core/prefetch.hpp"
 
 #if defined(PTRAIN_INT8_AVX2)
@@ -130,11 +131,7 @@ void dequantize_add_portable(const std::byte* q, float scale, std::span<float> o
 
 bool use_avx2() {
 #if defined(PTRAIN_INT8_AVX2)
-  static const bool supported = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return supported && !force_portable.load(std::memory_order_relaxed);
+  return cpu_has_avx2() && !force_portable.load(std::memory_order_relaxed);
 #else
   return false;
 #endif

@@ -6,6 +6,8 @@
 #include <functional>
 #include <limits>
 
+#include "core/cpu_features.hpp"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PTRAIN_SPARSE_AVX2_KERNELS 1
 #include <immintrin.h>
@@ -178,11 +180,7 @@ size_t collect_portable(const float* x, std::span<const IndexSpan> spans, uint32
 
 bool sparse_kernels_use_avx2() {
 #if defined(PTRAIN_SPARSE_AVX2_KERNELS)
-  static const bool supported = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return supported && !force_portable.load(std::memory_order_relaxed);
+  return cpu_has_avx2() && !force_portable.load(std::memory_order_relaxed);
 #else
   return false;
 #endif

@@ -12,6 +12,8 @@
 // call, so the hot loops are compiled a second time for AVX2+FMA and picked at
 // run time; both compilations compute the same bits.
 
+#include "core/cpu_features.hpp"  // cpu_has_avx2_fma(): which compilation runs
+
 // Defined where that second, AVX2+FMA compilation exists.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PTRAIN_OPTIM_AVX2_FMA_KERNELS 1
@@ -26,9 +28,3 @@
 #define PTRAIN_OPTIM_NO_CONTRACTION
 #endif
 
-namespace ptrain {
-
-// True when the CPU runs AVX2 and FMA instructions (checked once).
-bool cpu_has_avx2_fma();
-
-}  // namespace ptrain
