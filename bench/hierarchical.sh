@@ -29,28 +29,16 @@ trap '"$netcluster" down --name "$name" >/dev/null 2>&1 || true; rm -rf "$runs"'
 export OMPI_MCA_hwloc_base_binding_policy=none
 run_limit=${RUN_LIMIT:-300}
 
-# `attempt LOG COMMAND...`: COMMAND under the limit, its output in LOG; once more if it fails
-# (now and then mpirun waits for ever for a daemon that never reports, as bench/slow_network.sh says).
-attempt() {
-  local log=$1 try
-  shift
-  for try in 1 2; do
-    timeout -k 10 "$run_limit" "$@" > "$log" 2>&1 && return 0
-    pkill -9 -f "orted .*plm_rsh_agent $netcluster" 2>/dev/null || true
-    echo "hierarchical: failed (attempt $try): $*" >&2
-    tail -5 "$log" >&2
-  done
-  exit 1
-}
+source "$(dirname "$(readlink -f "$0")")/netcluster_twice.sh"  # twice LOG LABEL COMMAND...
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for hosts in $host_counts; do
   "$netcluster" up "$hosts" --name "$name" --rate "$rate" >/dev/null
   for repeat in $(seq "$repeats"); do
     for algo in hierarchical ring; do
-      attempt "$runs/bench-$hosts-$algo-$repeat.txt" "$netcluster" run "$hosts" --name "$name" -- \
+      twice "$runs/bench-$hosts-$algo-$repeat.txt" "bench allreduce, $hosts hosts, $algo" "$netcluster" run "$hosts" --name "$name" -- \
         "$build/ptrain" bench allreduce --local-workers "$threads" --algo "$algo" --sizes "$size" --iters 3 --warmup 1
-      attempt "$runs/train-$hosts-$algo-$repeat.log" "$netcluster" run "$hosts" --name "$name" -- \
+      twice "$runs/train-$hosts-$algo-$repeat.log" "training, $hosts hosts, $algo" "$netcluster" run "$hosts" --name "$name" -- \
         "$build/ptrain" train --local-workers "$threads" --allreduce "$algo" --no-overlap --model mlp \
         --hidden 2048,2048,2048,2048,2048 --batch 32 --optimizer momentum --lr 0.01 --epochs 1 --max-steps "$steps" \
         --train-samples $((hosts * threads * 32 * (steps + 1))) --comm-timeout 600 --quiet \

@@ -45,19 +45,7 @@ declare -a options=("--allreduce ring --no-overlap" "--allreduce ring --overlap"
                     "--compress dgc --dgc-density 0.001 --dgc-warmup 0 --no-overlap"
                     "--compress dgc --dgc-density 0.001 --dgc-warmup 0 --overlap"
                     "--strategy ps-sync --servers 2")
-# `twice LOG LABEL COMMAND...`: COMMAND under the limit, its output in LOG; if it fails, its
-# leftovers (daemons in the hosts) are killed and it runs once more before the bench gives up.
-twice() {
-  local log=$1 label=$2 attempt
-  shift 2
-  for attempt in 1 2; do
-    timeout -k 10 "$run_limit" "$@" > "$log" 2>&1 && return 0
-    pkill -9 -f "orted .*plm_rsh_agent $netcluster" 2>/dev/null || true
-    echo "slow_network: $label failed (attempt $attempt):" >&2
-    tail -5 "$log" >&2
-  done
-  exit 1
-}
+source "$(dirname "$(readlink -f "$0")")/netcluster_twice.sh"  # twice LOG LABEL COMMAND...
 
 for rate in $rates; do
   "$netcluster" up $((hosts + 2)) --name "$name" --rate "$rate" >/dev/null
