@@ -2,53 +2,27 @@
 
 namespace ptrain {
 
-bool takes_codec(const StrategyChoice& s) {
-  return std::visit(
-      [](const auto& o) {
-        if constexpr (requires { std::decay_t<decltype(o)>::takes_codec; }) return std::decay_t<decltype(o)>::takes_codec;
-        else return false;
-      },
-      s);
-}
+// A trait a strategy's options declare as a static bool member; false where
+// they do not declare it.
+#define PTRAIN_STRATEGY_TRAIT(function, member)                                      \
+  bool function(const StrategyChoice& s) {                                           \
+    return std::visit(                                                               \
+        [](const auto& o) {                                                          \
+          if constexpr (requires { std::decay_t<decltype(o)>::member; })             \
+            return static_cast<bool>(std::decay_t<decltype(o)>::member);             \
+          else                                                                       \
+            return false;                                                            \
+        },                                                                           \
+        s);                                                                          \
+  }
 
-bool distributed(const StrategyChoice& s) {
-  return std::visit(
-      [](const auto& o) {
-        if constexpr (requires { std::decay_t<decltype(o)>::distributed; }) return std::decay_t<decltype(o)>::distributed;
-        else return false;
-      },
-      s);
-}
+PTRAIN_STRATEGY_TRAIT(takes_codec, takes_codec)
+PTRAIN_STRATEGY_TRAIT(distributed, distributed)
+PTRAIN_STRATEGY_TRAIT(stops_on_time, stops_on_time)
+PTRAIN_STRATEGY_TRAIT(checkpoints, checkpoints)
+PTRAIN_STRATEGY_TRAIT(runs_local_workers, local_workers)
 
-bool stops_on_time(const StrategyChoice& s) {
-  return std::visit(
-      [](const auto& o) {
-        if constexpr (requires { std::decay_t<decltype(o)>::stops_on_time; })
-          return std::decay_t<decltype(o)>::stops_on_time;
-        else return false;
-      },
-      s);
-}
-
-bool checkpoints(const StrategyChoice& s) {
-  return std::visit(
-      [](const auto& o) {
-        if constexpr (requires { std::decay_t<decltype(o)>::checkpoints; })
-          return std::decay_t<decltype(o)>::checkpoints;
-        else return false;
-      },
-      s);
-}
-
-bool runs_local_workers(const StrategyChoice& s) {
-  return std::visit(
-      [](const auto& o) {
-        if constexpr (requires { std::decay_t<decltype(o)>::local_workers; })
-          return std::decay_t<decltype(o)>::local_workers;
-        else return false;
-      },
-      s);
-}
+#undef PTRAIN_STRATEGY_TRAIT
 
 std::string strategies_with_checkpoints() {
   std::vector<std::string> names;
