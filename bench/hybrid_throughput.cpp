@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   int workers = 1;
   size_t batch = 64, steps = 500, warmup = 50;
   std::string strategy = "hybrid", data = ptrain::kDefaultFashionMnistDir;
-  bool pin = true;
+  bool pin = true, overlap = true;
   app.add_option("--workers", workers)->capture_default_str();
   app.add_option("--batch", batch, "per worker")->capture_default_str();
   app.add_option("--steps", steps)->capture_default_str();
@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   app.add_option("--strategy", strategy)->capture_default_str();
   app.add_option("--data", data)->capture_default_str();
   app.add_flag("--pin,!--no-pin", pin, "pin worker r to core r")->capture_default_str();
+  app.add_flag("--overlap,!--no-overlap", overlap, "hybrid: all-reduce buckets while backward runs")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (steps == 0) {
     fmt::print(stderr, "hybrid_throughput: error: --steps must be at least 1\n");
@@ -35,8 +37,9 @@ int main(int argc, char** argv) {
     ptrain::TrainConfig config;
     config.workers = workers;
     config.batch = batch;
-    const auto chosen = ptrain::StrategyRegistry::make(strategy);
+    auto chosen = ptrain::StrategyRegistry::make(strategy);
     if (!chosen) throw ptrain::Error("--strategy: " + ptrain::StrategyRegistry::unknown("strategy", strategy));
+    if (auto* hybrid = std::get_if<ptrain::HybridOptions>(&*chosen)) hybrid->overlap = overlap;
     config.make_strategy = ptrain::strategy_factory_of(*chosen);
     config.pin_workers = pin;
     config.epochs = 1000000;  // --steps decides the length, across epoch boundaries

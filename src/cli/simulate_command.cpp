@@ -56,7 +56,7 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
       ->delimiter(',');
   cmd->add_option("--latency", o.latency_us, "Per-message latency, microseconds");
   cmd->add_option("--exchange", o.exchanges,
-                  "Comma-separated: ring, hd, allgather (sparse, --density), ps, hierarchical (--local-workers)")
+                  "Comma-separated: ring, hd, allgather (sparse, --density), ps, ps-async (parameter servers without a barrier), hierarchical (--local-workers)")
       ->delimiter(',');
   cmd->add_option("--local-workers", m.local_workers,
                   "hierarchical: worker threads on each host (N / T hosts); a --calibrate report's run is modelled "
@@ -92,6 +92,7 @@ int run_simulate_command(SimulateOptions& o) {
   StepModelConfig base = o.model;
   base.latency_s = o.latency_us * 1e-6;
   base.bytes_per_value = codec_bytes_per_value(o.codec);
+  base.summable = summed_on_the_wire(*CodecRegistry::make(o.codec));
   check_sparse_codec(o.sparse_codec);
   base.compute_per_sample_s = o.compute_per_sample_ms * 1e-3;
   base.memory_bytes_s = o.memory_gbytes_s * 1e9;

@@ -38,6 +38,16 @@ bool sparse(const CodecChoice& choice) {
       choice);
 }
 
+bool summed_on_the_wire(const CodecChoice& choice) {
+  return std::visit(
+      [](const auto& c) {
+        if constexpr (requires { std::decay_t<decltype(c)>::summed_on_the_wire; })
+          return std::decay_t<decltype(c)>::summed_on_the_wire;
+        else return false;
+      },
+      choice);
+}
+
 std::unique_ptr<Codec> make_codec(const CodecConfig& config, const CodecRange& range, int worker) {
   const uint64_t seed = derive_seed(config.seed, 1000 + static_cast<uint64_t>(worker));
   return std::visit([&](const auto& c) { return c.make(range, seed, config.momentum); }, config.choice);

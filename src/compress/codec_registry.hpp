@@ -24,6 +24,7 @@ struct NoCompression {
   static void fields(Self&, Visit&&) {}
   std::unique_ptr<Codec> make(const CodecRange&, uint64_t, float) const { return nullptr; }
   double dense_bytes_per_value() const { return 4; }
+  static constexpr bool summed_on_the_wire = true;
 };
 
 using CodecRegistry = Registry<NoCompression, Fp16Options, Int8Options, TopkOptions, DgcOptions>;
@@ -50,6 +51,9 @@ bool takes_momentum(const CodecChoice& choice, bool* required = nullptr);
 std::optional<double> dense_bytes_per_value(const CodecChoice& choice);
 // True for the codecs whose messages are sparse (index, value) pairs.
 bool sparse(const CodecChoice& choice);
+// True when a dense exchange sums the codec's messages as they are (none,
+// fp16); the others' messages are all-gathered and decoded by every worker.
+bool summed_on_the_wire(const CodecChoice& choice);
 
 // One worker's codec for one range; nullptr without compression. `worker`
 // seeds the codec's own randomness (derived from config.seed).

@@ -21,6 +21,7 @@ struct Fp16Options {
   static void fields(Self&, Visit&&) {}
   std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed, float momentum) const;
   double dense_bytes_per_value() const { return 2; }  // for the step-time model
+  static constexpr bool summed_on_the_wire = true;   // as Fp16Codec::summable_as_half says
 };
 
 class Fp16Codec : public Codec {

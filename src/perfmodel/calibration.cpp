@@ -38,7 +38,7 @@ Calibration calibrate_from_report(const std::string& path, const StepModelConfig
   if (plan_run.contains("local_workers") && plan_run.at("local_workers").is_number_unsigned())
     m.local_workers = plan_run.at("local_workers").get<size_t>();
   // As predict_step counts them: a single worker encodes only for parameter servers.
-  const bool encodes = c.workers > 1 || m.exchange == ExchangeKind::ParameterServer;
+  const bool encodes = c.workers > 1 || through_servers(m.exchange);
   const double exchange = exchange_seconds(m, c.workers) + (encodes ? codec_seconds(m, c.workers) : 0);
   if (!(c.step_s > exchange))
     throw Error(fmt::format("--calibrate {}: its step ({:.3f} ms) is not longer than the modelled exchange ({:.3f} ms) "

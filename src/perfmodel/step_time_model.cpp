@@ -14,8 +14,9 @@ ExchangeKind parse_exchange_kind(const std::string& name) {
   if (name == "hd") return ExchangeKind::HalvingDoubling;
   if (name == "allgather") return ExchangeKind::SparseAllgather;
   if (name == "ps") return ExchangeKind::ParameterServer;
+  if (name == "ps-async") return ExchangeKind::AsyncParameterServer;
   if (name == "hierarchical") return ExchangeKind::Hierarchical;
-  throw Error("--exchange: unknown exchange '" + name + "' (choose ring, hd, allgather, ps or hierarchical)");
+  throw Error("--exchange: unknown exchange '" + name + "' (choose ring, hd, allgather, ps, ps-async or hierarchical)");
 }
 
 std::string to_string(ExchangeKind kind) {
@@ -24,6 +25,7 @@ std::string to_string(ExchangeKind kind) {
     case ExchangeKind::HalvingDoubling: return "hd";
     case ExchangeKind::SparseAllgather: return "allgather";
     case ExchangeKind::ParameterServer: return "ps";
+    case ExchangeKind::AsyncParameterServer: return "ps-async";
     case ExchangeKind::Hierarchical: return "hierarchical";
   }
   return "?";
@@ -65,6 +67,9 @@ double exchange_seconds(const StepModelConfig& c, size_t workers) {
   const double n = static_cast<double>(workers);
   const double beta = c.bandwidth_bits_s / 8;  // bytes/s per link and direction
   const double dense = c.parameters * c.bytes_per_value;
+  const bool gathered = !c.summable && (c.exchange == ExchangeKind::RingAllreduce ||
+                                        c.exchange == ExchangeKind::HalvingDoubling);
+  if (gathered) return workers < 2 ? 0 : (n - 1) * (c.latency_s + dense / beta);
   switch (c.exchange) {
     case ExchangeKind::RingAllreduce:
       if (workers < 2) return 0;
@@ -86,6 +91,8 @@ double exchange_seconds(const StepModelConfig& c, size_t workers) {
       const double per_shard = n * (push + pull) / static_cast<double>(c.servers) / beta;
       return 2 * c.latency_s + std::max(per_worker, per_shard);
     }
+    case ExchangeKind::AsyncParameterServer:  // the worker's own push and pull; the shards: shard_round_seconds
+      return 2 * c.latency_s + (c.parameters * c.bytes_per_value + c.parameters * 4) / beta;
     case ExchangeKind::Hierarchical: {
       const size_t threads = std::min(c.local_workers, workers);
       const double t = static_cast<double>(threads);
@@ -105,7 +112,7 @@ double codec_seconds(const StepModelConfig& c, size_t workers) {
   switch (c.exchange) {
     case ExchangeKind::RingAllreduce:
     case ExchangeKind::HalvingDoubling:
-      per_value = (enc + dec) * (1 + (n - 1) / n);
+      per_value = c.summable ? (enc + dec) * (1 + (n - 1) / n) : enc + n * dec;
       break;
     case ExchangeKind::Hierarchical: {  // the ring's work, between the hosts
       const double hosts = std::ceil(n / static_cast<double>(std::min(c.local_workers, workers)));
@@ -113,18 +120,31 @@ double codec_seconds(const StepModelConfig& c, size_t workers) {
       break;
     }
     case ExchangeKind::SparseAllgather: per_value = enc + n * dec; break;
-    case ExchangeKind::ParameterServer: per_value = enc; break;
+    case ExchangeKind::ParameterServer:
+    case ExchangeKind::AsyncParameterServer: per_value = enc; break;
   }
   return c.parameters * per_value * std::max(1.0, 1 / c.cores_per_rank);
 }
 
+double shard_round_seconds(const StepModelConfig& c, size_t workers) {
+  if (c.exchange != ExchangeKind::AsyncParameterServer) return 0;
+  const double beta = c.bandwidth_bits_s / 8;
+  const double push = c.parameters * c.bytes_per_value, pull = c.parameters * 4;
+  return static_cast<double>(workers) * (push + pull) / static_cast<double>(c.servers) / beta;
+}
+
 double expected_compute_seconds(const StepModelConfig& c, size_t workers) {
   const double base = c.compute_per_sample_s * static_cast<double>(c.batch);
+  if (c.exchange == ExchangeKind::AsyncParameterServer) return base * (1 + c.straggler_mean);
   const size_t waited = workers > c.backup ? workers - c.backup : 1;
   // The k-th smallest of N exponentials with mean m: m (1/N + 1/(N-1) + ... + 1/(N-k+1)).
   double order = 0;
   for (size_t i = 0; i < waited; ++i) order += 1.0 / static_cast<double>(workers - i);
   return base * (1 + c.straggler_mean * order);
+}
+
+bool through_servers(ExchangeKind kind) {
+  return kind == ExchangeKind::ParameterServer || kind == ExchangeKind::AsyncParameterServer;
 }
 
 StepPrediction predict_step(const StepModelConfig& c, size_t workers) {
@@ -134,11 +154,11 @@ StepPrediction predict_step(const StepModelConfig& c, size_t workers) {
   p.workers = workers;
   p.compute_s = expected_compute_seconds(c, workers);
   p.exchange_s = exchange_seconds(c, workers);
-  p.codec_s = workers > 1 || c.exchange == ExchangeKind::ParameterServer ? codec_seconds(c, workers) : 0;
+  p.codec_s = workers > 1 || through_servers(c.exchange) ? codec_seconds(c, workers) : 0;
   const double backward = p.compute_s * c.backward_fraction;
   const double spare_core = std::clamp(c.cores_per_rank - 1, 0.0, 1.0);
   const double hidden = c.overlap ? spare_core * std::min(backward, p.exchange_s) : 0;
-  p.step_s = p.codec_s + p.compute_s + p.exchange_s - hidden;
+  p.step_s = std::max(p.codec_s + p.compute_s + p.exchange_s - hidden, shard_round_seconds(c, workers));
   // Samples computed, as ptrain's reports count them (ps-backup's dropped gradients included).
   p.samples_per_s = static_cast<double>(workers * c.batch) / p.step_s;
   const double alone = static_cast<double>(c.batch) / (c.compute_per_sample_s * static_cast<double>(c.batch));

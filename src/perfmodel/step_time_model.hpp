@@ -15,6 +15,12 @@ enum class ExchangeKind {
   HalvingDoubling,   // dense: 2 log2(N) steps, the same 2(N-1)/N M bytes
   SparseAllgather,   // top-k / DGC: every worker's k values and indices to every other, (N-1) steps
   ParameterServer,   // push to S shards (at bytes_per_value), pull the fp32 parameters back
+  // The same pushes and pulls without a barrier (async, and ssp when no worker
+  // is s steps behind): a worker's step is its compute and its own exchange,
+  // unless the shards' links are slower than that for N workers a round. A
+  // shard serves one request at a time (it receives a push, then sends a
+  // pull), so its link carries N pushes and N pulls one after another.
+  AsyncParameterServer,
   // Dense, in two levels, local_workers threads a host: reduce within the
   // host in shared memory, ring between the N / T hosts with each thread its
   // 1/T of the buffer (the host's link shared by its T streams: 2(H-1)/H M in
@@ -31,6 +37,10 @@ struct StepModelConfig {
   double latency_s = 50e-6;        // per message
   ExchangeKind exchange = ExchangeKind::RingAllreduce;
   double bytes_per_value = 4;      // dense codecs: 4 (fp32), 2 (fp16), about 1 (int8)
+  // Whether the dense codec's wire form can be summed on the way (fp32, fp16).
+  // int8's cannot: every worker's P values are all-gathered, (N-1) messages
+  // of P x bytes_per_value a link, and each worker decodes N of them.
+  bool summable = true;
   double density = 1;              // sparse all-gather: fraction of the values sent (DGC 0.001)
   double sparse_bytes_per_value = 8;  // value + index
   size_t servers = 1;              // parameter server shards, each on its own link
@@ -84,9 +94,17 @@ double exchange_seconds(const StepModelConfig& config, size_t workers);
 // stretch of ranks that share cores (cores_per_rank below 1).
 double codec_seconds(const StepModelConfig& config, size_t workers);
 
+// Asynchronous parameter servers: the time a shard's link needs for one step of
+// every worker, its push and its pull (0 for the other exchanges).
+double shard_round_seconds(const StepModelConfig& config, size_t workers);
+
 // The expected compute time of a step that waits for the k fastest of N workers
 // (k = N - backup): base x (1 + mean x (1/N + 1/(N-1) + ... + 1/(N-k+1))).
+// Asynchronous workers wait for nobody: base x (1 + mean).
 double expected_compute_seconds(const StepModelConfig& config, size_t workers);
+
+// Parameter servers, synchronous or not: a worker encodes its push even alone.
+bool through_servers(ExchangeKind kind);
 
 StepPrediction predict_step(const StepModelConfig& config, size_t workers);
 

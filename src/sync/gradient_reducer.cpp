@@ -18,7 +18,9 @@ GradientReducer::GradientReducer(Communicator& comm, AllreduceAlgorithm algorith
       buckets_(plan_gradient_buckets(layout, bucket_bytes)),
       bucket_of_segment_(layout.segments().size(), kNoBucket),
       segments_in_bucket_(buckets_.size()),
-      overlap_(overlap),
+      // One bucket is complete only when backward ends: a communication thread
+      // could hide nothing, and would cost two hand-offs a step.
+      overlap_(overlap && buckets_.size() > 1),
       missing_(buckets_.size()),
       segment_final_(layout.segments().size()) {
   if (layout.total() != grads.size())

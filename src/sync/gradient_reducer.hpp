@@ -44,6 +44,9 @@ class GradientReducer {
   void finish_step();
 
   size_t bucket_count() const { return buckets_.size(); }
+  // Whether a communication thread all-reduces buckets during backward
+  // (overlap was asked for and there is more than one bucket).
+  bool overlapping() const { return overlap_; }
   // The codecs' counters, summed over the buckets (call between steps).
   CodecStats codec_stats() const;
   // The codecs' state (call between steps), for checkpoints.

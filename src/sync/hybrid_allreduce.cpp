@@ -24,6 +24,10 @@ HybridAllreduce::HybridAllreduce(Model& model, Communicator& comm, const HybridO
     model_.set_gradient_ready_hook({});  // the model outlives this half-built strategy
     throw;
   }
+  if (overlapping_ && !reducer_->overlapping()) {  // one bucket: nothing to start during backward
+    model_.set_gradient_ready_hook({});
+    overlapping_ = false;
+  }
 }
 
 HybridAllreduce::~HybridAllreduce() { model_.set_gradient_ready_hook({}); }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 
+#include "compress/codec_registry.hpp"
 #include "perfmodel/calibration.hpp"
 #include "perfmodel/codec_costs.hpp"
 #include "test_support.hpp"
@@ -63,6 +64,54 @@ TEST(StepTimeModel, ParameterServerIsBoundByTheBusierLink) {
   EXPECT_NEAR(exchange_seconds(c, 4), 2 * 50e-6 + 0.064, 1e-12);
   c.bytes_per_value = 2;  // fp16 pushes: 2e6 + 4e6 bytes
   EXPECT_NEAR(exchange_seconds(c, 4), 2 * 50e-6 + 0.048, 1e-12);
+}
+
+TEST(StepTimeModel, AsyncParameterServerWaitsForNobodyButTheShardsLinks) {
+  auto c = hand_case(ExchangeKind::AsyncParameterServer);
+  c.servers = 2;
+  // A worker: compute 0.032 s, then its push and pull on its own link, 0.064 s.
+  EXPECT_NEAR(exchange_seconds(c, 4), 2 * 50e-6 + 0.064, 1e-12);
+  // A shard's link carries 4 pushes and 4 pulls: 4 x 8e6 / 2 / 1.25e8 = 0.128 s a round, more than a worker's step.
+  EXPECT_NEAR(shard_round_seconds(c, 4), 0.128, 1e-12);
+  EXPECT_NEAR(predict_step(c, 4).step_s, 0.128, 1e-12);
+  c.servers = 8;  // now each worker's own compute and link: 0.032 + 0.064
+  EXPECT_NEAR(predict_step(c, 4).step_s, 0.032 + 2 * 50e-6 + 0.064, 1e-12);
+  // 16 workers on 2 shards: the shards' links bind (0.512 s a round); synchronous servers also wait for the compute.
+  c.servers = 2;
+  EXPECT_NEAR(predict_step(c, 16).step_s, 0.512, 1e-12);
+  auto sync = hand_case(ExchangeKind::ParameterServer);
+  sync.servers = 2;
+  EXPECT_GT(predict_step(sync, 16).step_s, predict_step(c, 16).step_s);
+  // Stragglers slow each worker by its own mean, not by the slowest of N.
+  c.straggler_mean = 0.5;
+  EXPECT_DOUBLE_EQ(expected_compute_seconds(c, 64), 0.032 * 1.5);
+  EXPECT_EQ(shard_round_seconds(sync, 16), 0.0);
+  EXPECT_EQ(parse_exchange_kind("ps-async"), ExchangeKind::AsyncParameterServer);
+  EXPECT_EQ(to_string(ExchangeKind::AsyncParameterServer), "ps-async");
+}
+
+TEST(StepTimeModel, AnUnsummableCodecIsAllGathered) {
+  // int8 at 1 byte a value: a ring cannot sum its messages, so each of 4 workers'
+  // 1e6 bytes reaches the 3 others, 3 x (50 us + 8 ms), and every worker decodes all 4.
+  auto c = hand_case(ExchangeKind::RingAllreduce);
+  c.bytes_per_value = 1;
+  c.summable = false;
+  EXPECT_NEAR(exchange_seconds(c, 4), 3 * (50e-6 + 8e-3), 1e-12);
+  c.exchange = ExchangeKind::HalvingDoubling;
+  EXPECT_NEAR(exchange_seconds(c, 4), 3 * (50e-6 + 8e-3), 1e-12);
+  EXPECT_EQ(exchange_seconds(c, 1), 0.0);
+  c.encode_s_per_value = 2e-9;
+  c.decode_s_per_value = 1e-9;
+  EXPECT_NEAR(codec_seconds(c, 4), 1e6 * (2e-9 + 4 * 1e-9), 1e-12);
+  // Which codecs the model sums: as the communicator does (Codec::summable_as_half).
+  EXPECT_TRUE(summed_on_the_wire(*CodecRegistry::make("none")));
+  EXPECT_TRUE(summed_on_the_wire(*CodecRegistry::make("fp16")));
+  EXPECT_FALSE(summed_on_the_wire(*CodecRegistry::make("int8")));
+  EXPECT_FALSE(summed_on_the_wire(*CodecRegistry::make("dgc")));
+  for (const char* name : {"fp16", "int8", "topk", "dgc"}) {
+    const auto codec = make_codec({*CodecRegistry::make(name)}, CodecRange{1000, {}}, 0);
+    EXPECT_EQ(codec->summable_as_half(), summed_on_the_wire(*CodecRegistry::make(name))) << name;
+  }
 }
 
 TEST(StepTimeModel, StragglersAndBackupWorkersByOrderStatistics) {
@@ -189,7 +238,7 @@ TEST(StepTimeModel, RejectsImpossibleInputs) {
   c.cores_per_rank = 0;
   EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--cores-per-rank must be > 0 (got 0)");
   EXPECT_EQ(test::error_message([] { parse_exchange_kind("tree"); }),
-            "--exchange: unknown exchange 'tree' (choose ring, hd, allgather, ps or hierarchical)");
+            "--exchange: unknown exchange 'tree' (choose ring, hd, allgather, ps, ps-async or hierarchical)");
   c = hand_case(ExchangeKind::Hierarchical);
   c.memory_bytes_s = 0;
   EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--memory-bandwidth must be > 0 and at most 1e6 GB/s (got 0 GB/s)");

@@ -130,6 +130,27 @@ TEST(GradientReducer, OverlapFinishesTheFirstBucketWhileBackwardStillRuns) {
     });
 }
 
+TEST(GradientReducer, OneBucketIsReducedOnTheWorkersThreadAfterBackward) {
+  const auto layout = layout_of({300, 300, 300});
+  run_workers(2, [&](Communicator& local) {
+    CountingCommunicator comm(local);
+    std::vector<float> grads(layout.total(), static_cast<float>(comm.rank() + 1));
+    GradientReducer reducer(comm, AllreduceAlgorithm::Native, grads, layout, size_t{25} << 20, /*overlap=*/true);
+    ASSERT_EQ(reducer.bucket_count(), 1u);
+    EXPECT_FALSE(reducer.overlapping()) << "a single bucket is complete only when backward ends";
+    reducer.begin_step();
+    int finished_during_backward = -1;
+    backward(layout, grads, comm.rank(), 0, reducer, [&](size_t) { finished_during_backward = comm.finished(); });
+    reducer.finish_step();
+    EXPECT_EQ(finished_during_backward, 0);
+    EXPECT_EQ(comm.finished(), 1);
+  });
+  std::vector<float> grads(layout.total());
+  auto group = std::make_shared<LocalGroup>(1);
+  LocalCommunicator alone(group, 0);
+  EXPECT_TRUE(GradientReducer(alone, AllreduceAlgorithm::Native, grads, layout, 300 * sizeof(float), true).overlapping());
+}
+
 TEST(GradientReducer, TensorsBackwardNeverReachesAreReducedAtTheEnd) {
   const auto layout = layout_of({4, 4, 4, 4});
   run_workers(2, [&](Communicator& comm) {
