@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Checks the step-time model (ptrain simulate) against measured runs (issue
+# 20 part 6; root). On hosts in network namespaces (tools/netcluster), every
+# link shaped to each of RATES, one ptrain rank a host under mpirun, it trains
+# a communication-bound MLP (784-1024x4-10, 4.0 M parameters, batch 32 a
+# worker, momentum SGD) STEPS steps in each of many configurations: 2 and 4
+# workers; dense ring (with and without overlap), halving-doubling, fp16,
+# int8, DGC at 99.9%; parameter servers synchronous (ps-sync), asynchronous
+# (async) and bounded-stale (ssp); and, on 4 workers, hierarchical all-reduce
+# over 2 hosts x 2 threads. Before each rate's runs an all-reduce
+# over 2 and over 4 hosts (ring and halving-doubling, 4 KiB to 16 MiB) measures
+# what a link carries in each pattern at the gradient's size, and the latency
+# of a message (the 4 KiB all-reduce's time over its 2(H-1) messages).
+# The reports, the probes and the codecs' CPU costs (ptrain bench compress)
+# land in OUT_DIR; bench/model_check.py then calibrates the compute per
+# sample on DGC at the first rate (one run for each worker count) and
+# predicts every other run.
+#   sudo bench/model_check.sh [BUILD_DIR]
+#   (env: RATES ("1gbit 500mbit"), HIDDEN (1024,1024,1024,1024), STEPS (16), BATCH (32),
+#    OUT_DIR (BUILD_DIR/model-check), ONLY (a regular expression: run only the labels it matches))
+set -euo pipefail
+here=$(dirname "$(readlink -f "$0")")
+build=$(readlink -f "${1:-build}")
+rates=${RATES:-1gbit 500mbit}
+hidden=${HIDDEN:-1024,1024,1024,1024}
+steps=${STEPS:-16}
+batch=${BATCH:-32}
+out=${OUT_DIR:-$build/model-check}
+only=${ONLY:-.}
+netcluster=$(readlink -f "$here/../tools/netcluster")
+name=mcheck
+trap '"$netcluster" down --name "$name" >/dev/null 2>&1 || true' EXIT
+# Two ranks of one namespace would both be bound to core 0 (every namespace sees the same cores).
+export OMPI_MCA_hwloc_base_binding_policy=none
+run_limit=${RUN_LIMIT:-120}  # every run takes under a minute here; a launch that hangs is retried
+source "$here/netcluster_twice.sh"  # twice LOG LABEL COMMAND...
+mkdir -p "$out"
+rm -f "$out"/*.json "$out"/*.txt "$out"/*.log
+
+"$build/ptrain" bench compress --sizes 4M --codecs fp16,int8,dgc --csv "$out/codecs.csv" > /dev/null
+
+# label | workers | ranks | options (the label names the run's files: no spaces)
+configs=(
+  "ring|W|W|--allreduce ring --no-overlap"
+  "ring-overlap|W|W|--allreduce ring --overlap"
+  "hd|W|W|--allreduce hd --no-overlap"
+  "fp16|W|W|--allreduce ring --compress fp16 --no-overlap"
+  "int8|W|W|--allreduce ring --compress int8 --no-overlap"
+  "dgc|W|W|--compress dgc --dgc-density 0.001 --dgc-warmup 0 --no-overlap"
+  "ps-sync|W|W+S|--strategy ps-sync"
+  "async|W|W+S|--strategy async"
+  "ssp|W|W+S|--strategy ssp --staleness 2"
+  "hierarchical|4|2|--allreduce hierarchical --local-workers 2 --no-overlap"
+)
+for rate in $rates; do
+  "$netcluster" up 6 --name "$name" --rate "$rate" >/dev/null
+  for hosts in 2 4; do
+    for algo in ring hd; do
+      twice "$out/probe-$rate-$hosts-$algo.txt" "the $hosts-host $algo probe at $rate" \
+        "$netcluster" run "$hosts" --name "$name" -- "$build/ptrain" bench allreduce --algo "$algo" \
+        --sizes 4KiB:16MiB --iters 5 --warmup 1
+    done
+  done
+  for workers in 2 4; do
+    servers=$((workers / 2))
+    for config in "${configs[@]}"; do
+      IFS='|' read -r label w ranks options <<<"$config"
+      [[ "$w" == W || "$w" == "$workers" ]] || continue
+      ranks=${ranks//W+S/$((workers + servers))}
+      ranks=${ranks//W/$workers}
+      [[ "$options" == *--strategy* ]] && options="$options --servers $servers"
+      run="$rate-$workers-$label"
+      [[ "$run" =~ $only ]] || continue
+      # shellcheck disable=SC2086
+      twice "$out/$run.log" "$run" "$netcluster" run "$ranks" --name "$name" -- "$build/ptrain" train \
+        --model mlp --hidden "$hidden" --batch "$batch" --optimizer momentum --lr 0.01 --epochs 1 \
+        --max-steps "$steps" --log-every 1 --train-samples $((workers * batch * (steps + 1))) --comm-timeout 600 \
+        $options --report "$out/$run.json"
+    done
+  done
+  "$netcluster" down --name "$name" >/dev/null
+done
+/usr/bin/python3 "$here/model_check.py" "$out" "$build/ptrain" "$rates"
