@@ -4,17 +4,20 @@
     bench/model_check.py OUT_DIR PTRAIN "RATE ..."
 
 OUT_DIR holds the run reports (RATE-WORKERS-LABEL.json), the probes
-(probe-RATE-HOSTS.txt: a ring all-reduce of 64 MiB over that many hosts) and
-the codecs' CPU costs (codecs.csv). A run's step time is its steady one:
-worker 0's seconds from the end of step SKIP to its last step, over those
-steps (the first steps pay for connections and first touches of memory).
-The compute per sample is calibrated once for each worker count, on DGC at
-the first rate (the workers share the machine's cores, so it depends on how
-many there are; DGC's exchange is small, so the link's noise hardly moves
-what it leaves); every other run is predicted by `ptrain simulate` with the
-bandwidth and latency of the probe of its pattern and host count. Prints the table,
-writes OUT_DIR/model-check.csv, then projects to 1,024 workers as 128 hosts
-x 8 threads (OUT_DIR/projection.csv).
+(probe-RATE-HOSTS-ALGO.txt: ring and halving-doubling all-reduces of 4 KiB to
+16 MiB over that many hosts) and the codecs' CPU costs (codecs.csv). A run's
+step time is its steady one: worker 0's seconds from the end of step SKIP to
+its last step, over those steps (the first steps pay for connections and
+first touches of memory). The compute per sample is calibrated once for each
+worker count, on DGC at the first rate (the workers share the machine's
+cores, so it depends on how many there are; DGC's exchange is small, so the
+link's noise hardly moves what it leaves). Every other run is predicted by
+`ptrain simulate`: a collective with the bandwidth its own pattern and host
+count reached in the probe at the size nearest the gradient's, and the
+latency of the quickest small all-reduce; the parameter servers with the
+link's rate (a shard serves one request at a time, a single stream that
+fills the link). Prints the table, writes OUT_DIR/model-check.csv, then
+projects to 1,024 workers as 128 hosts x 8 threads (OUT_DIR/projection.csv).
 """
 import csv
 import json
