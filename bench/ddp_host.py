@@ -71,6 +71,8 @@ def run(args):
     dist.init_process_group("gloo", rank=args.rank, world_size=args.world,
                             timeout=datetime.timedelta(seconds=args.timeout))
     try:
+        if args.allreduce_only:
+            return allreduce_only(args)
         x, y = load_data(args.data)
         shard = torch.arange(args.rank, y.numel(), args.world)  # strided, as DistributedSampler
         gen = torch.Generator().manual_seed(1000 + args.rank)
@@ -117,6 +119,29 @@ def run(args):
         dist.destroy_process_group()
 
 
+def allreduce_only(args):
+    """gloo's own all-reduce of --allreduce-only MiB of floats, timed as
+    `ptrain bench allreduce` times its own: the mean of --steps, after one
+    untimed, of the slowest rank; bus bandwidth = 2(n-1)/n x bytes / time."""
+    data = torch.ones(args.allreduce_only * 2**20 // 4)
+    dist.all_reduce(data)
+    times = []
+    for _ in range(args.steps):
+        dist.barrier()
+        start = time.perf_counter()
+        dist.all_reduce(data)
+        times.append(time.perf_counter() - start)
+    mean = torch.tensor([sum(times) / len(times)], dtype=torch.float64)
+    dist.all_reduce(mean, op=dist.ReduceOp.MAX)
+    seconds = mean.item()
+    if args.rank == 0:
+        algbw = data.numel() * 4 / seconds / 1e9
+        print(json.dumps({"peer": "gloo-allreduce", "workers": args.world, "mib": args.allreduce_only,
+                          "iters": args.steps, "mean_ms": round(1000 * seconds, 3), "algbw_gb_s": round(algbw, 4),
+                          "busbw_gb_s": round(algbw * 2 * (args.world - 1) / args.world, 4)},
+                         separators=(",", ":")), flush=True)
+
+
 def env_default(name):
     return os.environ.get(name)
 
@@ -143,6 +168,8 @@ def main():
     p.add_argument("--timeout", type=float, default=300,
                    help="seconds any rendezvous or collective may wait")
     p.add_argument("--data", default=DEFAULT_DATA, help="Fashion-MNIST directory")
+    p.add_argument("--allreduce-only", type=int, default=0, metavar="MIB",
+                   help="no training: time gloo's all-reduce of MIB MiB of floats, --steps times")
     args = p.parse_args()
     for name in ("rank", "world", "master"):
         if getattr(args, name) is None:
@@ -160,6 +187,8 @@ def main():
         p.error(f"--rank {args.rank}: expected 0 to {args.world - 1}")
     if args.warmup < 0:
         p.error("--warmup must not be negative")
+    if args.allreduce_only < 0:
+        p.error("--allreduce-only must not be negative")
     if not args.lr > 0 or not args.timeout > 0:
         p.error("--lr and --timeout must be positive")
     port = args.master.partition(":")[2]

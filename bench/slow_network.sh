@@ -11,10 +11,11 @@
 # bench/ddp_host.py) trains the same MLP the same way, dense and with its fp16
 # compression hook. Before the runs, an MPI probe checks what the links carry:
 # a ring all-reduce over the worker hosts, whose bus bandwidth is one link's
-# rate. Then the step-time model (ptrain simulate), calibrated on the dense
-# ring at the first rate with the probe's bandwidth and the codecs' CPU cost
-# from ptrain bench compress, predicts every other ptrain run. Prints the
-# tables and writes two CSVs.
+# rate; with DDP, gloo's all-reduce of the same 64 MiB is a second probe. Then
+# the step-time model (ptrain simulate), calibrated on the dense ring at the
+# first rate with the probe's bandwidth and the codecs' CPU cost from ptrain
+# bench compress, predicts every other ptrain run. Prints the tables and
+# writes two CSVs.
 #   sudo bench/slow_network.sh [BUILD_DIR]
 #   (env: HOSTS (4), RATES ("1gbit 10gbit"), HIDDEN (2048,2048,2048,2048,2048), STEPS (12), BATCH (32),
 #    CONFIGS (all of: dense dense-overlap fp16 fp16-overlap dgc dgc-overlap ps ddp ddp-fp16),
@@ -72,6 +73,12 @@ for rate in $rates; do
   # its bus bandwidth is what one link carries, under the same traffic as the training runs.
   twice "$runs/probe-$rate.txt" "the probe at $rate" \
     "$netcluster" run "$hosts" --name "$name" -- "$build/ptrain" bench allreduce --algo ring --sizes 64MiB --iters 5
+  if [[ " $configs " == *" ddp"* ]]; then
+    # The same 64 MiB through gloo's own all-reduce, on the same links: each transport's share of the link.
+    twice "$runs/probe-gloo-$rate.log" "gloo's probe at $rate" \
+      "$netcluster" each "$hosts" --name "$name" -- "${ddp[@]}" --allreduce-only 64 --steps 5
+    grep '^{"peer"' "$runs/probe-gloo-$rate.log" > "$runs/probe-gloo-$rate.json"
+  fi
   for c in $configs; do
     if [[ $c == ddp* ]]; then
       # shellcheck disable=SC2086
@@ -106,6 +113,10 @@ for rate in rates.split():
     link = float(m.group(2)) * 8 if m else float("nan")
     probes[rate] = link
     print(f"\n{rate}: the probe measured {link:.2f} Gbit/s on one link (MPI ring, {hosts} hosts, 64 MiB)")
+    gloo = os.path.join(runs, f"probe-gloo-{rate}.json")
+    if os.path.exists(gloo):
+        g = json.loads(open(gloo).read().splitlines()[-1])
+        print(f"{rate}: gloo's all-reduce of the same 64 MiB: {g['busbw_gb_s'] * 8:.2f} Gbit/s ({g['mean_ms']:.0f} ms)")
     print("| configuration | parameters | step ms | samples/s | vs dense ring | MiB sent per step and worker |")
     print("|---|---|---|---|---|---|")
     base = None
