@@ -27,6 +27,11 @@ rates=${RATES:-1gbit 10gbit}
 hidden=${HIDDEN:-2048,2048,2048,2048,2048}
 steps=${STEPS:-12}
 batch=${BATCH:-32}
+all_configs="dense dense-overlap fp16 fp16-overlap dgc dgc-overlap ps ddp ddp-fp16"
+configs=${CONFIGS:-$all_configs}
+for c in $configs; do
+  [[ " $all_configs " == *" $c "* ]] || { echo "slow_network.sh: CONFIGS: unknown '$c' (expected some of: $all_configs)" >&2; exit 2; }
+done
 netcluster=$(readlink -f "$(dirname "$(readlink -f "$0")")/../tools/netcluster")
 name=${NAME:-slow}
 here=$(dirname "$(readlink -f "$0")")
@@ -43,11 +48,6 @@ run_limit=${RUN_LIMIT:-300}
 # The codecs' CPU time per value near this model's size, on one core, before any host is up.
 "$build/ptrain" bench compress --sizes 16M --codecs fp16,dgc --csv "$codecs_csv" > /dev/null
 
-all_configs="dense dense-overlap fp16 fp16-overlap dgc dgc-overlap ps ddp ddp-fp16"
-configs=${CONFIGS:-$all_configs}
-for c in $configs; do
-  [[ " $all_configs " == *" $c "* ]] || { echo "slow_network.sh: CONFIGS: unknown '$c' (expected some of: $all_configs)" >&2; exit 2; }
-done
 common=(--model mlp --hidden "$hidden" --batch "$batch" --optimizer momentum --lr 0.01 --epochs 1
         --max-steps "$steps" --train-samples $((hosts * batch * (steps + 1))) --comm-timeout 600)
 declare -A names=([dense]="dense ring" [dense-overlap]="dense ring, overlap" [fp16]="fp16"
