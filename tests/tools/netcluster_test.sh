@@ -30,6 +30,21 @@ echo "$status"
 addresses=$("$netcluster" run 3 --name "$name" -- sh -c 'ip -4 -o addr show dev eth0' | awk '{print $4}' | sort -u)
 [ "$(wc -l <<<"$addresses")" -eq 3 ] || fail "expected 3 ranks on 3 hosts, saw: $addresses"
 
+# each: one process a host, without MPI, told its rank, the size and host 0's address.
+out=$("$netcluster" each 3 --name "$name" -- sh -c \
+  'echo "$NETCLUSTER_RANK $NETCLUSTER_SIZE $NETCLUSTER_MASTER $(ip -4 -o addr show dev eth0 | awk "{print \$4}")"' | sort)
+echo "$out"
+[ "$(awk '{print $1, $2}' <<<"$out" | tr '\n' ' ')" = "0 3 1 3 2 3 " ] || fail "each: expected ranks 0..2 of 3, saw: $out"
+[ "$(awk '{print $4}' <<<"$out" | sort -u | wc -l)" -eq 3 ] || fail "each: expected 3 hosts, saw: $out"
+[ "$(awk '$1 == 0 {print $3 "/24"}' <<<"$out")" = "$(awk '$1 == 0 {print $4}' <<<"$out")" ] ||
+  fail "each: NETCLUSTER_MASTER is not host 0's address: $out"
+# A rank that fails ends the job with its status at once; the others do not wait for it.
+start=$SECONDS
+rc=0
+"$netcluster" each 3 --name "$name" -- sh -c '[ "$NETCLUSTER_RANK" != 1 ] || exit 5; exec sleep 120' || rc=$?
+[ "$rc" -eq 5 ] || fail "each: a rank that exits 5 gave status $rc"
+[ $((SECONDS - start)) -lt 60 ] || fail "each: waited for the other ranks after one failed"
+
 out=$("$netcluster" run 3 --name "$name" -- "$ptrain" bench allreduce --algo ring --sizes 1MiB)
 echo "$out"
 grep -qE "ring +1MiB .* ok +[0-9.]+$" <<<"$out" || fail "the all-reduce across the cluster did not check out"
