@@ -272,7 +272,7 @@ TEST(Half, BytesBypassingTheCacheHoldTheSameHalves) {
       continue;
     }
     EXPECT_EQ(*saturated, expected_saturated) << n;
-    ASSERT_EQ(0, std::memcmp(out, expected.data(), 2 * n)) << n;
+    ASSERT_TRUE(n == 0 || std::memcmp(out, expected.data(), 2 * n) == 0) << n;
     EXPECT_EQ(out[2 * n], std::byte{0xAB}) << "wrote past the end, n " << n;
     EXPECT_TRUE(n < 100 || expected_saturated > 0);  // the saturating lanes were exercised
   }
