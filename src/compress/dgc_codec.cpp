@@ -46,8 +46,6 @@ struct UpdateArgs {
   float* v;
   float momentum;
   float scale;
-  uint32_t min_key;  // collect new |v| keys at or above (>= 1)
-  size_t capacity;   // ... at most this many indices
 };
 
 // Element i's new v (stored with its u when kStore). The one place the
@@ -68,105 +66,111 @@ template <bool kMomentum, bool kAccumulate, bool kStore>
   return v;
 }
 
-template <bool kMomentum, bool kAccumulate, bool kCollect>
-[[gnu::always_inline]] inline void update_scalar(const UpdateArgs& a, size_t begin, size_t end, size_t& count,
-                                                 std::vector<uint32_t>& out) {
-  for (size_t i = begin; i < end; ++i) {
-    const float v = new_velocity<kMomentum, kAccumulate, true>(a, i);
-    if constexpr (kCollect) {
-      if (magnitude_key(v) >= a.min_key) {
-        if (count < a.capacity) out.push_back(static_cast<uint32_t>(i));
-        ++count;
-      }
+// What the update collects: every element whose new |v| key is at least a
+// lower bound of the threshold, with that key, in ascending order, so that
+// the selection needs no second pass over v. Past `cap` entries it stops and
+// says so (the selection then scans v).
+struct Candidates {
+  std::vector<uint32_t>& index;
+  std::vector<uint32_t>& key;
+  size_t cap;
+  bool overflow = false;
+  void push(size_t i, uint32_t k) {
+    if (index.size() == cap) {
+      overflow = true;
+      return;
     }
+    index.push_back(static_cast<uint32_t>(i));
+    key.push_back(k);
+  }
+};
+
+// u and v updated over [begin, end); with kCollect, the elements whose new
+// key is at least min_key (>= 1) into `out`.
+template <bool kMomentum, bool kAccumulate, bool kCollect>
+[[PTRAIN_DGC_NO_CONTRACTION]] void update_portable(const UpdateArgs& a, size_t begin, size_t end, uint32_t min_key,
+                                                   Candidates& out) {
+  for (size_t i = begin; i < end; ++i) {
+    const uint32_t key = magnitude_key(new_velocity<kMomentum, kAccumulate, true>(a, i));
+    if constexpr (kCollect)
+      if (key >= min_key) out.push(i, key);
   }
 }
 
-template <bool kMomentum, bool kAccumulate, bool kCollect>
-[[PTRAIN_DGC_NO_CONTRACTION]] size_t update_portable(const UpdateArgs& a, std::span<const IndexSpan> spans,
-                                                     std::vector<uint32_t>& out) {
-  size_t count = 0;
-  for (const auto& [begin, end] : spans)
-    update_scalar<kMomentum, kAccumulate, kCollect>(a, begin, end, count, out);
-  return count;
-}
-
 #if defined(PTRAIN_DGC_AVX2_KERNELS)
-// One pass: load g, u, v; store u, v; compare the new |v| with the threshold.
+// One pass: load g, u, v; store u, v; compare the new |v| with the bound.
 // At DGC's densities almost every block of 8 has nothing over it, so the
-// indices are collected off the main path.
+// elements are collected off the main path.
 template <bool kMomentum, bool kAccumulate, bool kCollect>
-[[gnu::target("avx2"), PTRAIN_DGC_NO_CONTRACTION]] size_t update_avx2(const UpdateArgs& a,
-                                                                      std::span<const IndexSpan> spans,
-                                                                      std::vector<uint32_t>& out) {
+[[gnu::target("avx2"), PTRAIN_DGC_NO_CONTRACTION]] void update_avx2(const UpdateArgs& a, size_t begin, size_t end,
+                                                                    uint32_t min_key, Candidates& out) {
   const __m256 scale = _mm256_set1_ps(a.scale), momentum = _mm256_set1_ps(a.momentum);
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
-  const __m256i below = _mm256_set1_epi32(static_cast<int>(a.min_key) - 1);  // keys < 2^31: signed compare
-  size_t count = 0;
-  for (const auto& [begin, end] : spans) {
-    size_t i = begin;
-    for (; i + 8 <= end; i += 8) {
-      if (i % 16 == 0) {  // core/prefetch.hpp says why
-        prefetch_ahead(a.g + i);
-        prefetch_ahead<true>(a.v + i);
-        if constexpr (kMomentum) prefetch_ahead<true>(a.u + i);
-      }
-      const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(a.g + i), scale);
-      __m256 x = scaled;
-      if constexpr (kMomentum) {
-        const __m256 decayed = _mm256_mul_ps(momentum, _mm256_loadu_ps(a.u + i));
-        x = _mm256_add_ps(decayed, scaled);
-        _mm256_storeu_ps(a.u + i, x);
-      }
-      __m256 v = x;
-      if constexpr (kAccumulate) v = _mm256_add_ps(_mm256_loadu_ps(a.v + i), x);
-      _mm256_storeu_ps(a.v + i, v);
-      if constexpr (kCollect) {
-        const __m256i key = _mm256_and_si256(_mm256_castps_si256(v), abs_mask);
-        auto bits =
-            static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(key, below))));
-        while (bits != 0) {
-          if (count < a.capacity)
-            out.push_back(static_cast<uint32_t>(i + static_cast<size_t>(std::countr_zero(bits))));
-          ++count;
-          bits &= bits - 1;
-        }
+  const __m256i below = _mm256_set1_epi32(static_cast<int>(min_key) - 1);  // keys < 2^31: signed compare
+  size_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    if ((i - begin) % 16 == 0) {  // core/prefetch.hpp says why
+      prefetch_ahead(a.g + i);
+      prefetch_ahead<true>(a.v + i);
+      if constexpr (kMomentum) prefetch_ahead<true>(a.u + i);
+    }
+    const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(a.g + i), scale);
+    __m256 x = scaled;
+    if constexpr (kMomentum) {
+      const __m256 decayed = _mm256_mul_ps(momentum, _mm256_loadu_ps(a.u + i));
+      x = _mm256_add_ps(decayed, scaled);
+      _mm256_storeu_ps(a.u + i, x);
+    }
+    __m256 v = x;
+    if constexpr (kAccumulate) v = _mm256_add_ps(_mm256_loadu_ps(a.v + i), x);
+    _mm256_storeu_ps(a.v + i, v);
+    if constexpr (kCollect) {
+      const __m256i key = _mm256_and_si256(_mm256_castps_si256(v), abs_mask);
+      auto bits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(key, below))));
+      while (bits != 0) {
+        const size_t at = i + static_cast<size_t>(std::countr_zero(bits));
+        out.push(at, magnitude_key(a.v[at]));
+        bits &= bits - 1;
       }
     }
-    update_scalar<kMomentum, kAccumulate, kCollect>(a, i, end, count, out);
   }
-  return count;
+  update_portable<kMomentum, kAccumulate, kCollect>(a, i, end, min_key, out);
 }
 #endif
 
 template <bool kMomentum, bool kAccumulate, bool kCollect>
-size_t update_dispatch(const UpdateArgs& a, std::span<const IndexSpan> spans, std::vector<uint32_t>& out) {
+void update_dispatch(const UpdateArgs& a, size_t begin, size_t end, uint32_t min_key, Candidates& out) {
 #if defined(PTRAIN_DGC_AVX2_KERNELS)
-  if (sparse_kernels_use_avx2()) return update_avx2<kMomentum, kAccumulate, kCollect>(a, spans, out);
+  if (sparse_kernels_use_avx2()) return update_avx2<kMomentum, kAccumulate, kCollect>(a, begin, end, min_key, out);
 #endif
-  return update_portable<kMomentum, kAccumulate, kCollect>(a, spans, out);
+  update_portable<kMomentum, kAccumulate, kCollect>(a, begin, end, min_key, out);
 }
+
+// The rank-th largest of the keys pushed so far (0 while fewer than rank):
+// a lower bound of the rank-th largest of any set that holds them.
+class RunningRank {
+ public:
+  RunningRank(size_t rank, std::vector<uint32_t>& heap) : rank_(rank), heap_(heap) { heap_.clear(); }
+  void push(uint32_t key) {
+    if (heap_.size() < rank_) {
+      heap_.push_back(key);
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());  // smallest on top
+    } else if (key > heap_.front()) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      heap_.back() = key;
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+    }
+  }
+  uint32_t value() const { return heap_.size() < rank_ ? 0 : heap_.front(); }
+
+ private:
+  size_t rank_;
+  std::vector<uint32_t>& heap_;
+};
 
 template <bool kMomentum, bool kAccumulate>
 [[PTRAIN_DGC_NO_CONTRACTION]] float peek_velocity(const UpdateArgs& a, size_t i) {
   return new_velocity<kMomentum, kAccumulate, false>(a, i);
-}
-
-// The keys the sampled elements' v will have once updated. The indices
-// ascend, so prefetching a few samples ahead keeps several loads in flight.
-template <bool kMomentum, bool kAccumulate>
-[[PTRAIN_DGC_NO_CONTRACTION]] void sample_keys(const UpdateArgs& a, std::span<const size_t> index,
-                                               std::span<uint32_t> key) {
-  constexpr size_t kAhead = 16;
-  for (size_t s = 0; s < index.size(); ++s) {
-    if (s + kAhead < index.size()) {
-      const size_t ahead = index[s + kAhead];
-      __builtin_prefetch(a.g + ahead);
-      __builtin_prefetch(a.v + ahead);
-      if constexpr (kMomentum) __builtin_prefetch(a.u + ahead);
-    }
-    key[s] = magnitude_key(new_velocity<kMomentum, kAccumulate, false>(a, index[s]));
-  }
 }
 
 }  // namespace
@@ -236,9 +240,7 @@ void DgcCodec::encode_dense(std::span<const float> grad, float scale, SparseMess
                .u = u_.data(),
                .v = v_.data(),
                .momentum = config_.momentum,
-               .scale = scale,
-               .min_key = 1,
-               .capacity = 0};
+               .scale = scale};
   size_t slot = 0;
   for (const auto& [begin, end] : layout_.dense())
     for (size_t i = begin; i < end; ++i) {
@@ -250,66 +252,103 @@ void DgcCodec::encode_dense(std::span<const float> grad, float scale, SparseMess
     }
 }
 
-size_t DgcCodec::update(std::span<const float> grad, float scale, uint32_t min_key, size_t capacity) {
-  const UpdateArgs a{.g = grad.data(),
-                     .u = u_.data(),
-                     .v = v_.data(),
-                     .momentum = config_.momentum,
-                     .scale = scale,
-                     .min_key = min_key,
-                     .capacity = capacity};
-  const auto spans = std::span<const IndexSpan>(layout_.sparse());
-  candidates_.clear();
+void DgcCodec::update(std::span<const float> grad, float scale, size_t rank, size_t cap) {
+  const UpdateArgs a{
+      .g = grad.data(), .u = u_.data(), .v = v_.data(), .momentum = config_.momentum, .scale = scale};
   const bool m = config_.momentum_correction, acc = config_.accumulation;
-  if (min_key == 0) {
-    if (m && acc) return update_dispatch<true, true, false>(a, spans, candidates_);
-    if (m) return update_dispatch<true, false, false>(a, spans, candidates_);
-    if (acc) return update_dispatch<false, true, false>(a, spans, candidates_);
-    return update_dispatch<false, false, false>(a, spans, candidates_);
+  cand_index_.clear();
+  cand_key_.clear();
+  Candidates out{.index = cand_index_, .key = cand_key_, .cap = cap};
+  if (rank == 0) {
+    auto kernel = m && acc ? update_dispatch<true, true, false>
+                  : m      ? update_dispatch<true, false, false>
+                  : acc    ? update_dispatch<false, true, false>
+                           : update_dispatch<false, false, false>;
+    for (const auto& [begin, end] : layout_.sparse()) kernel(a, begin, end, 0, out);
+    candidates_overflow_ = true;
+    return;
   }
-  if (m && acc) return update_dispatch<true, true, true>(a, spans, candidates_);
-  if (m) return update_dispatch<true, false, true>(a, spans, candidates_);
-  if (acc) return update_dispatch<false, true, true>(a, spans, candidates_);
-  return update_dispatch<false, false, true>(a, spans, candidates_);
+  auto kernel = m && acc ? update_dispatch<true, true, true>
+                : m      ? update_dispatch<true, false, true>
+                : acc    ? update_dispatch<false, true, true>
+                         : update_dispatch<false, false, true>;
+  // A first bound from a part of the sample, read before the pass (its keys
+  // as they will be once v is updated): every stride-th element, enough of
+  // them that the rank-th largest lies well inside.
+  const size_t samples = sample_index_.size();
+  const size_t stride = std::clamp<size_t>(samples / (16 * rank), 1, 16);
+  uint32_t first_bound = 0;
+  {
+    RunningRank part(rank, keys_);
+    for (size_t s = 0; s < samples; s += stride) {
+      const size_t i = sample_index_[s];
+      const float v = m && acc ? peek_velocity<true, true>(a, i)
+                      : m      ? peek_velocity<true, false>(a, i)
+                      : acc    ? peek_velocity<false, true>(a, i)
+                               : peek_velocity<false, false>(a, i);
+      part.push(magnitude_key(v));
+    }
+    first_bound = part.value();
+  }
+  // Then, a slice at a time, the sample's elements met so far (read back
+  // while in the first-level cache) raise it.
+  RunningRank seen(rank, rank_heap_);
+  constexpr size_t kSlice = 4096;
+  size_t s = 0;
+  for (const auto& [begin, end] : layout_.sparse())
+    for (size_t from = begin; from < end; from += kSlice) {
+      const size_t to = std::min(end, from + kSlice);
+      last_bound_ = std::max({first_bound, seen.value(), 1u});
+      kernel(a, from, to, last_bound_, out);
+      for (; s < samples && sample_index_[s] < to; ++s) {
+        sample_key_[s] = magnitude_key(v_[sample_index_[s]]);
+        if (stride > 1) seen.push(sample_key_[s]);
+      }
+    }
+  candidates_overflow_ = out.overflow;
 }
 
-void DgcCodec::draw_sample(std::span<const float> grad, float scale, uint64_t step, size_t samples) {
+size_t DgcCodec::collect(uint32_t min_key, size_t capacity) {
+  candidates_.clear();
+  // Every element at or above the last (highest) bound is among those the pass collected.
+  if (candidates_overflow_ || min_key < last_bound_)
+    return collect_at_least(v_, layout_.sparse(), min_key, capacity, candidates_);
+  size_t count = 0;
+  for (size_t c = 0; c < cand_index_.size(); ++c)
+    if (cand_key_[c] >= min_key) {
+      if (count < capacity) candidates_.push_back(cand_index_[c]);
+      ++count;
+    }
+  return count;
+}
+
+void DgcCodec::draw_sample(uint64_t step, size_t samples) {
   // Stratified: the n sparse elements split into `samples` strata of equal
   // size (+-1), one element drawn uniformly from each. Every element is as
   // likely to be drawn as in a simple random sample, quantiles come out no
-  // worse, and the positions ascend, which makes the gather walk memory
-  // forwards instead of jumping across it.
+  // worse, and the positions ascend, so that update() meets them in order.
   const size_t n = layout_.sparse_count();
   const auto& spans = layout_.sparse();
   Rng rng(derive_seed(seed_, step));
   sample_index_.resize(samples);
   sample_key_.resize(samples);
+  // Stratum s is [s n / samples, (s + 1) n / samples), its end found by
+  // adding n / samples and carrying the remainder, without a division each.
+  const size_t step_size = n / samples, step_rest = n % samples;
+  size_t lo = 0, rest = 0;
   size_t span = 0, span_rank = 0;  // spans[span] holds sparse ranks [span_rank, span_rank + its size)
   for (size_t s = 0; s < samples; ++s) {
-    const size_t lo = s * n / samples, hi = (s + 1) * n / samples;  // n < 2^32, samples < n: no overflow
+    size_t hi = lo + step_size;
+    rest += step_rest;
+    if (rest >= samples) rest -= samples, ++hi;
     const size_t rank = lo + rng.below(hi - lo);
+    lo = hi;
     while (rank >= span_rank + (spans[span].second - spans[span].first)) {
       span_rank += spans[span].second - spans[span].first;
       ++span;
     }
     sample_index_[s] = spans[span].first + (rank - span_rank);
   }
-  const UpdateArgs a{.g = grad.data(),
-                     .u = u_.data(),
-                     .v = v_.data(),
-                     .momentum = config_.momentum,
-                     .scale = scale,
-                     .min_key = 1,
-                     .capacity = 0};
-  const bool m = config_.momentum_correction, acc = config_.accumulation;
-  if (m && acc)
-    sample_keys<true, true>(a, sample_index_, sample_key_);
-  else if (m)
-    sample_keys<true, false>(a, sample_index_, sample_key_);
-  else if (acc)
-    sample_keys<false, true>(a, sample_index_, sample_key_);
-  else
-    sample_keys<false, false>(a, sample_index_, sample_key_);
 }
 
 void DgcCodec::select_exact(size_t k) {
@@ -325,6 +364,7 @@ void DgcCodec::select_exact(size_t k) {
 
 void DgcCodec::select(std::span<const float> grad, float scale, const StepInfo& step, size_t k) {
   const size_t n = layout_.sparse_count();
+  sample_index_.clear();
   if (k >= n) {  // density 100%: everything goes
     update(grad, scale, 0, 0);
     selected_.clear();
@@ -340,25 +380,21 @@ void DgcCodec::select(std::span<const float> grad, float scale, const StepInfo& 
     return;
   }
 
-  // The sample's keys as they will be once v is updated, so that the
-  // threshold is known before the one pass over the data.
-  draw_sample(grad, scale, step.step, samples);
   // The sample's j-th largest, for j / samples = k / n.
   size_t j = std::clamp<size_t>(
       static_cast<size_t>(
           std::llround(static_cast<double>(k) * static_cast<double>(samples) / static_cast<double>(n))),
       1, samples);
-  auto sample_at = [&](size_t rank) {
-    std::nth_element(sample_key_.begin(), sample_key_.begin() + static_cast<std::ptrdiff_t>(rank - 1),
-                     sample_key_.end(), std::greater<>());
-    return sample_key_[rank - 1];
-  };
-  uint32_t threshold = std::max(sample_at(j), 1u);  // zeros are never candidates
-
   // Room for more than 1.3 k, so that a moderate overshoot needs no second pass.
   const size_t capacity = 2 * k + 16;
+  // One pass over the data updates u and v, reads the sample's new keys on
+  // the way and collects the elements above a rising bound of its j-th largest.
+  draw_sample(step.step, samples);
+  update(grad, scale, j, 8 * capacity);
+  auto sample_at = [&](size_t rank) { return kth_largest_key(sample_key_, rank, keys_); };
+  uint32_t threshold = std::max(sample_at(j), 1u);  // zeros are never candidates
   candidates_.reserve(capacity);
-  size_t count = update(grad, scale, threshold, capacity);
+  size_t count = collect(threshold, capacity);
   for (int rescan = 0;; ++rescan) {
     if (10 * count > 13 * k) {  // too many: the k largest of them
       ++stats_.refinements;
@@ -397,8 +433,7 @@ void DgcCodec::select(std::span<const float> grad, float scale, const StepInfo& 
     lower = std::max(lower, 1u);
     if (lower >= threshold) break;
     threshold = lower;
-    candidates_.clear();
-    count = collect_at_least(v_, layout_.sparse(), threshold, capacity, candidates_);
+    count = collect(threshold, capacity);
   }
   ++stats_.refinements;
   select_exact(k);

@@ -22,13 +22,18 @@
 // spans carry u (with momentum correction) or the clipped gradient: plain
 // momentum SGD there, without masking or accumulation (nothing stays behind).
 //
-// The selection, once per step: the sample's j-th largest magnitude, j =
-// round(k * samples / n), is the threshold; one pass updates u and v and
-// counts and collects the elements at or above it. A count in [0.8 k, 1.3 k]
-// is kept (above k: the k largest of them; below: padded). Too many: the k
-// largest of them. Too few: the threshold is lowered to a deeper quantile of
-// the same sample and v is scanned again, at most 3 times, then an exact
-// selection. Each of those counts as a refinement in stats().refinements.
+// The selection, once per step: the sample's j-th largest magnitude of the
+// updated v, j = round(k * samples / n), is the threshold, and the elements
+// at or above it are counted and collected. One pass over the data does it
+// all: it updates u and v, reads the sampled elements' new |v| as it meets
+// them, and collects every element at or above a lower bound of the
+// threshold, which rises as more of the sample is known (the j-th largest of
+// the sample's elements seen so far, and of every 16th one read before the
+// pass); the candidates then filter down to the threshold's. A count in
+// [0.8 k, 1.3 k] is kept (above k: the k largest of them; below: padded). Too
+// many: the k largest of them. Too few: the threshold is lowered to a deeper
+// quantile of the same sample and v is scanned again, at most 3 times, then
+// an exact selection. Each of those counts as a refinement in stats().refinements.
 // Zeros are never selected, except one element when nothing else is nonzero.
 #include <cstdint>
 #include <span>
@@ -145,13 +150,18 @@ class DgcCodec : public Codec {
   void encode_dense(std::span<const float> grad, float scale, SparseMessageWriter& writer);
   // Updates u and v over the sparse spans and leaves the indices to send in selected_.
   void select(std::span<const float> grad, float scale, const StepInfo& step, size_t k);
-  // u and v updated over the sparse spans; with min_key > 0 also counts the
-  // elements whose new |v| key is at least min_key and collects up to
-  // `capacity` of their indices in candidates_.
-  size_t update(std::span<const float> grad, float scale, uint32_t min_key, size_t capacity);
-  // Draws the step's sample (deterministic from the seed and step) into
-  // sample_index_, and the keys of its elements' new v into sample_key_.
-  void draw_sample(std::span<const float> grad, float scale, uint64_t step, size_t samples);
+  // u and v updated over the sparse spans, one pass. With rank > 0 also the
+  // new keys of the sampled elements (sample_index_) into sample_key_, and
+  // every element whose new |v| key reaches a lower bound of the sample's
+  // rank-th largest key (at most `cap` of them) into cand_index_ / cand_key_.
+  void update(std::span<const float> grad, float scale, size_t rank, size_t cap);
+  // Counts the elements whose new |v| key is at least min_key (>= 1) and
+  // collects up to `capacity` of their indices in candidates_: from what
+  // update() collected where that holds them all, else from v.
+  size_t collect(uint32_t min_key, size_t capacity);
+  // Draws the step's sample positions (deterministic from the seed and step),
+  // ascending, into sample_index_.
+  void draw_sample(uint64_t step, size_t samples);
   void select_exact(size_t k);
 
   DgcConfig config_;
@@ -164,6 +174,10 @@ class DgcCodec : public Codec {
   std::vector<uint32_t> candidates_;
   std::vector<uint32_t> selected_;
   std::vector<uint32_t> keys_;
+  std::vector<uint32_t> cand_index_, cand_key_;  // what update() collected, ascending
+  uint32_t last_bound_ = 0;                       // the highest bound it collected at
+  bool candidates_overflow_ = true;               // ... or it did not collect them all
+  std::vector<uint32_t> rank_heap_;
 };
 
 }  // namespace ptrain

@@ -34,6 +34,15 @@ void Fp16Codec::encode_into(std::span<const float> grad, const StepInfo&, Encode
   // A message larger than the caches goes to memory anyway: past them, without
   // reading each line first. A smaller one stays cached for the all-reduce.
   const bool bypass = e.bytes.size() >= kBypassCacheBytes;
+  if (bypass) {
+    if (const auto saturated = floats_to_half_bytes_bypassing_cache(grad, e.bytes.data())) {
+      finish_bypassing_copies();
+      stats_.saturated += *saturated;
+      stats_.dense_bytes += grad.size_bytes();
+      stats_.encoded_bytes += e.bytes.size();
+      return;
+    }
+  }
   uint16_t halves[kBlock];
   for (size_t b = 0; b < grad.size(); b += kBlock) {
     const size_t m = std::min(kBlock, grad.size() - b);

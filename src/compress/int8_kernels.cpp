@@ -80,38 +80,51 @@ void dequantize_add_portable(const std::byte* q, float scale, std::span<float> o
   return {.max_abs = std::bit_cast<float>(key), .finite = true};
 }
 
-// 32 values a round: four vectors of y = x / scale estimated, checked for
-// near-ties, rounded, clamped and packed into one 32-byte store.
-[[gnu::target("avx2")]] void quantize_nearest_avx2(std::span<const float> x, float scale, std::byte* q) {
+// 32 values a round: four vectors of y = x / scale estimated, rounded, checked
+// for near-ties (|y - round(y)| within 2^-13 of 1/2: the fraction of y within
+// 2^-13 of 1/2), clamped and packed into one 32-byte store, non-temporal when
+// `bypass` and q is aligned.
+template <bool kStream>
+[[gnu::target("avx2")]] void quantize_nearest_avx2_loop(std::span<const float> x, float scale, std::byte* q) {
   const float reciprocal = 1.0f / scale;
   // Scales below 2^-128 have no finite float reciprocal: the portable loop takes them.
   if (!(reciprocal <= std::numeric_limits<float>::max())) return quantize_nearest_portable(x, scale, q);
-  const __m256 r = _mm256_set1_ps(reciprocal), half = _mm256_set1_ps(0.5f);
-  const __m256 near = _mm256_set1_ps(0x1p-13f), abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 r = _mm256_set1_ps(reciprocal);
+  const __m256 near = _mm256_set1_ps(0.5f - 0x1p-13f), abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   size_t i = 0;
   for (; i + 32 <= x.size(); i += 32) {
-    __m256 y[4];
+    // The next chunk's lines, while this one is worked on from the first-level cache.
+    prefetch_ahead(x.data() + i, 2 * kPrefetchBytes);
+    prefetch_ahead(x.data() + i + 16, 2 * kPrefetchBytes);
+    __m256 rounded[4];
     __m256 tie = _mm256_setzero_ps();
     for (int j = 0; j < 4; ++j) {
-      y[j] = _mm256_mul_ps(_mm256_loadu_ps(x.data() + i + 8 * j), r);
-      const __m256 fraction = _mm256_sub_ps(y[j], _mm256_floor_ps(y[j]));  // exact for |y| < 2^23
-      const __m256 distance = _mm256_and_ps(_mm256_sub_ps(fraction, half), abs_mask);
-      tie = _mm256_or_ps(tie, _mm256_cmp_ps(distance, near, _CMP_LE_OQ));
+      const __m256 y = _mm256_mul_ps(_mm256_loadu_ps(x.data() + i + 8 * j), r);
+      rounded[j] = _mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m256 distance = _mm256_and_ps(_mm256_sub_ps(y, rounded[j]), abs_mask);  // exact for |y| < 2^23
+      tie = _mm256_or_ps(tie, _mm256_cmp_ps(distance, near, _CMP_GE_OQ));
     }
     if (_mm256_movemask_ps(tie) != 0) {
       quantize_nearest_portable(x.subspan(i, 32), scale, q + i);
       continue;
     }
     __m256i n[4];
-    for (int j = 0; j < 4; ++j)
-      n[j] = _mm256_cvttps_epi32(_mm256_min_ps(
-          _mm256_max_ps(_mm256_round_ps(y[j], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), lo), hi));
-    const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), _mm256_permutevar8x32_epi32(bytes, order));
+    for (int j = 0; j < 4; ++j) n[j] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(rounded[j], lo), hi));
+    const __m256i bytes = _mm256_permutevar8x32_epi32(
+        _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3])), order);
+    if constexpr (kStream)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(q + i), bytes);
+    else
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), bytes);
   }
   quantize_nearest_portable(x.subspan(i), scale, q + i);
+}
+
+void quantize_nearest_avx2(std::span<const float> x, float scale, std::byte* q, bool bypass) {
+  if (bypass && reinterpret_cast<uintptr_t>(q) % 32 == 0) return quantize_nearest_avx2_loop<true>(x, scale, q);
+  quantize_nearest_avx2_loop<false>(x, scale, q);
 }
 
 // No FMA in the target: q * scale and the addition round separately, as in the portable loop.

@@ -5,6 +5,9 @@
 // on x86-64, as an AVX2 kernel picked at run time (as core/half.hpp does for
 // F16C); both give the same bits, which the tests check.
 //
+// A large message (int8_codec.cpp decides) is written with non-temporal
+// stores: they skip reading each destination line before writing it.
+//
 // Rounding without a division per element: y = x * (1 / scale) in float is
 // within 2^-15 of x / scale (|x / scale| <= 127.5), so where y is not within
 // 2^-13 of a half-integer, round(y) is round(x / scale). The rare lanes that
@@ -34,7 +37,10 @@ void dequantize_add_portable(const std::byte* q, float scale, std::span<float> o
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PTRAIN_INT8_AVX2 1
 ChunkRange chunk_range_avx2(std::span<const float> x);
-void quantize_nearest_avx2(std::span<const float> x, float scale, std::byte* q);
+// bypass: q is not read again soon (a large message): non-temporal stores
+// where q is 32-byte aligned; call finish_bypassing_copies()
+// (core/streaming_copy.hpp) before another thread reads it.
+void quantize_nearest_avx2(std::span<const float> x, float scale, std::byte* q, bool bypass = false);
 void dequantize_add_avx2(const std::byte* q, float scale, std::span<float> out);
 #endif
 
@@ -49,9 +55,9 @@ inline ChunkRange chunk_range(std::span<const float> x) {
 #endif
   return chunk_range_portable(x);
 }
-inline void quantize_nearest(std::span<const float> x, float scale, std::byte* q) {
+inline void quantize_nearest(std::span<const float> x, float scale, std::byte* q, bool bypass = false) {
 #if defined(PTRAIN_INT8_AVX2)
-  if (use_avx2()) return quantize_nearest_avx2(x, scale, q);
+  if (use_avx2()) return quantize_nearest_avx2(x, scale, q, bypass);
 #endif
   quantize_nearest_portable(x, scale, q);
 }

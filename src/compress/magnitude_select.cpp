@@ -242,6 +242,25 @@ size_t collect_at_least(std::span<const float> values, std::span<const IndexSpan
   return collect_portable(values.data(), spans, min_key, capacity, out);
 }
 
+uint32_t kth_largest_key(std::span<uint32_t> keys, size_t rank, std::vector<uint32_t>& scratch) {
+  // A rank far above the median (DGC's threshold: the 0.1% largest): a heap
+  // of the rank largest seen so far, which most keys pass by with one compare.
+  if (rank * 16 <= keys.size()) {
+    scratch.assign(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(rank));
+    std::make_heap(scratch.begin(), scratch.end(), std::greater<>());  // smallest on top
+    for (size_t i = rank; i < keys.size(); ++i) {
+      if (keys[i] <= scratch.front()) continue;
+      std::pop_heap(scratch.begin(), scratch.end(), std::greater<>());
+      scratch.back() = keys[i];
+      std::push_heap(scratch.begin(), scratch.end(), std::greater<>());
+    }
+    return scratch.front();
+  }
+  std::nth_element(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(rank - 1), keys.end(),
+                   std::greater<>());
+  return keys[rank - 1];
+}
+
 void select_largest(std::span<const float> values, std::span<const uint32_t> candidates, size_t k,
                     std::vector<uint32_t>& keys, std::vector<uint32_t>& out) {
   out.clear();

@@ -44,6 +44,10 @@ void append_cut_indices(std::span<const float> values, std::span<const IndexSpan
 size_t collect_at_least(std::span<const float> values, std::span<const IndexSpan> spans, uint32_t min_key,
                         size_t capacity, std::vector<uint32_t>& out);
 
+// The rank-th largest of `keys` (1 <= rank <= keys.size()); may reorder them.
+// `scratch` is reused between calls.
+uint32_t kth_largest_key(std::span<uint32_t> keys, size_t rank, std::vector<uint32_t>& scratch);
+
 // The k largest magnitudes among `candidates` (ascending indices into
 // `values`), ties to the lowest indices, into `out` (ascending). `keys` is
 // scratch. k <= candidates.size().

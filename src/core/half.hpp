@@ -19,7 +19,9 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <span>
 
 #include "core/prefetch.hpp"
@@ -177,6 +179,23 @@ inline bool cpu_has_f16c() {
   return saturated + to_halves_saturating_scalar(in.subspan(i), out.subspan(i));
 }
 
+// As to_halves_saturating_f16c, into 16-byte aligned bytes with non-temporal stores.
+[[gnu::target("avx,f16c")]] inline uint64_t to_halves_saturating_streaming_f16c(std::span<const float> in,
+                                                                                std::byte* out) {
+  uint64_t saturated = 0;
+  size_t i = 0;
+  for (; i + 8 <= in.size(); i += 8) {
+    if (i % 16 == 0) prefetch_ahead(in.data() + i);
+    const __m256 x = saturate8(_mm256_loadu_ps(in.data() + i), saturated);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(out + 2 * i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+  }
+  uint16_t tail[8];
+  const size_t rest = in.size() - i;
+  saturated += to_halves_saturating_scalar(in.subspan(i), {tail, rest});
+  std::memcpy(out + 2 * i, tail, rest * sizeof(uint16_t));
+  return saturated;
+}
+
 // a + b, NaN lanes replaced by kFloatNaNBits.
 [[gnu::target("avx,f16c")]] inline __m256 add8_canonical(__m256 a, __m256 b) {
   const __m256 sum = _mm256_add_ps(a, b);
@@ -231,6 +250,21 @@ inline uint64_t floats_to_halves_saturating(std::span<const float> in, std::span
   if (half_detail::cpu_has_f16c()) return half_detail::to_halves_saturating_f16c(in, out);
 #endif
   return half_detail::to_halves_saturating_scalar(in, out);
+}
+
+// The same halves as floats_to_halves_saturating, as bytes (little-endian)
+// into `out` (2 in.size() bytes), with non-temporal stores where the CPU has
+// F16C and `out` is 16-byte aligned: for a large message that is not read
+// again soon. Returns how many saturated, or nothing where those stores do not
+// apply (the caller converts another way). Call finish_bypassing_copies()
+// (core/streaming_copy.hpp) before another thread reads `out`.
+inline std::optional<uint64_t> floats_to_half_bytes_bypassing_cache(std::span<const float> in, std::byte* out) {
+#if defined(PTRAIN_HALF_F16C)
+  if (half_detail::cpu_has_f16c() && reinterpret_cast<uintptr_t>(out) % 16 == 0)
+    return half_detail::to_halves_saturating_streaming_f16c(in, out);
+#endif
+  (void)in, (void)out;
+  return std::nullopt;
 }
 
 // out[i] = float of in[i]. out.size() >= in.size().

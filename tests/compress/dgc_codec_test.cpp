@@ -224,6 +224,69 @@ TEST(DgcCodec, SampledThresholdSelectsNearKOnNearlyConstantGradients) {
       n, 0.001, 3);
 }
 
+// The selection the header describes, computed the long way for a first step
+// (v = g): the stratified sample drawn with a division per stratum, its j-th
+// largest key as the threshold, every element counted against it. The
+// codec's one pass (a rising bound, candidates filtered) must send the same.
+std::vector<uint32_t> reference_selection(const std::vector<float>& g, const DgcConfig& c, uint64_t seed, size_t k) {
+  const size_t n = g.size();
+  const size_t samples = std::max<size_t>(c.min_samples, static_cast<size_t>(std::ceil(c.sample_fraction * static_cast<double>(n))));
+  Rng rng(derive_seed(seed, 0));
+  std::vector<uint32_t> keys;
+  for (size_t s = 0; s < samples; ++s) {
+    const size_t lo = s * n / samples, hi = (s + 1) * n / samples;
+    keys.push_back(magnitude_key(g[lo + rng.below(hi - lo)]));
+  }
+  const size_t j = std::clamp<size_t>(
+      static_cast<size_t>(std::llround(static_cast<double>(k) * static_cast<double>(samples) / static_cast<double>(n))), 1,
+      samples);
+  std::sort(keys.begin(), keys.end(), std::greater<>());
+  const uint32_t threshold = std::max(keys[j - 1], 1u);
+  std::vector<uint32_t> at_least;
+  for (size_t i = 0; i < n; ++i)
+    if (magnitude_key(g[i]) >= threshold) at_least.push_back(static_cast<uint32_t>(i));
+  EXPECT_GE(5 * at_least.size(), 4 * k) << "the reference needs no refinement";
+  if (at_least.size() <= k) return at_least;
+  // More than k: the k largest, ties to the lowest indices.
+  const std::vector<IndexSpan> all = {{0, n}};
+  std::vector<uint32_t> largest;
+  append_cut_indices(g, all, exact_magnitude_cut(g, all, k, true), largest);
+  return largest;
+}
+
+TEST(DgcCodec, OnePassSelectsWhatTheSampledThresholdSelects) {
+  const size_t n = 1 << 20;
+  std::vector<std::pair<std::string, std::vector<float>>> gradients = {
+      {"normal", test::normal_gradient(n, 61)}, {"cauchy", test::cauchy_gradient(n, 62)}};
+  // Few distinct values: many keys tie with the threshold and with the bound.
+  std::vector<float> levels(n);
+  for (size_t i = 0; i < n; ++i) levels[i] = static_cast<float>((i * 7919) % 4001) * 0.125f - 250.0f;
+  gradients.emplace_back("few levels", levels);
+  // Growing along the range: the bound from the sample seen so far trails the threshold.
+  std::vector<float> ramp = test::normal_gradient(n, 63);
+  for (size_t i = 0; i < n; ++i) ramp[i] *= static_cast<float>(i) / static_cast<float>(n);
+  gradients.emplace_back("ramp", ramp);
+  for (const double density : {0.001, 0.01}) {
+    for (const auto& [shape, g] : gradients) {
+      for (const bool portable : {false, true}) {
+        DgcConfig c = dgc_config(density);
+        c.momentum_correction = false;
+        set_sparse_kernels_portable(portable);
+        DgcCodec codec(c, whole(n), 5);
+        const Encoded e = codec.encode(g, StepInfo{});
+        set_sparse_kernels_portable(false);
+        const std::vector<uint32_t> expected = reference_selection(g, c, 5, codec.pairs(StepInfo{}));
+        const auto pairs = pairs_of(e);
+        ASSERT_EQ(codec.last_selected(), expected.size()) << shape << " density " << density;
+        for (size_t p = 0; p < expected.size(); ++p) {
+          ASSERT_EQ(pairs[p].index, expected[p]) << shape << " density " << density << " pair " << p;
+          ASSERT_EQ(pairs[p].value, g[expected[p]]) << shape << " density " << density << " pair " << p;
+        }
+      }
+    }
+  }
+}
+
 TEST(DgcCodec, SelectsAtLeastOneElementOfAnAllZeroGradient) {
   const size_t n = 1 << 16;
   for (const double density : {0.001, 0.5}) {

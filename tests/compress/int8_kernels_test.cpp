@@ -16,6 +16,7 @@
 #include "compress/codec_registry.hpp"
 #include "compress/int8_codec.hpp"
 #include "core/rng.hpp"
+#include "core/streaming_copy.hpp"
 
 namespace ptrain {
 namespace {
@@ -60,6 +61,26 @@ TEST(Int8Kernels, QuantizationMatchesThePortableLoopBitForBit) {
     std::vector<float> ordinary(100000);
     for (float& v : ordinary) v = (rng.uniform() * 2.0f - 1.0f) * 127.5f * scale;
     expect_same_quantization(ordinary, scale, "uniform");
+  }
+}
+
+// Large messages' bytes go out with non-temporal stores where aligned: the
+// same bytes as the portable loop, and nothing written past the chunk.
+TEST(Int8Kernels, QuantizationBypassingTheCacheMatchesThePortableLoop) {
+  if (!use_avx2()) GTEST_SKIP() << "no AVX2 on this CPU: only the portable loop runs";
+  for (const float scale : {1.0f, 0.0137f, 0x1p-140f}) {
+    for (const size_t n : {0, 1, 31, 32, 33, 100, 1024, 1031}) {
+      const auto x = hard_chunk(n, scale, 21 + n);
+      std::vector<std::byte> portable(n), buffer(n + 64, std::byte{0x5A});
+      for (const size_t offset : {size_t{0}, size_t{3}}) {  // aligned, then not
+        std::byte* const q = buffer.data() + (32 - reinterpret_cast<uintptr_t>(buffer.data()) % 32) % 32 + offset;
+        quantize_nearest_portable(x, scale, portable.data());
+        quantize_nearest(x, scale, q, true);
+        finish_bypassing_copies();
+        ASSERT_TRUE(n == 0 || std::memcmp(portable.data(), q, n) == 0) << "n " << n << " scale " << scale << " offset " << offset;
+        ASSERT_EQ(q[n], std::byte{0x5A}) << "wrote past the chunk, n " << n;
+      }
+    }
   }
 }
 
@@ -123,6 +144,23 @@ TEST(Int8Kernels, CodecOutputIsTheSameWithEitherKernel) {
   Int8Codec(options, range, 1).decode_add(fast, decoded_fast);
   EXPECT_EQ(portable.bytes, fast.bytes);
   EXPECT_EQ(0, std::memcmp(decoded_portable.data(), decoded_fast.data(), n * sizeof(float)));
+}
+
+// A message of 8 MiB and more is written past the caches: the same bytes.
+TEST(Int8Kernels, LargeMessagesAreTheSameWithEitherKernel) {
+  const size_t n = (size_t{9} << 20) + 77;
+  std::vector<float> grad = hard_chunk(n, 0.02f, 10);
+  std::fill(grad.begin() + 4096, grad.begin() + 5120, 0.0f);  // a zero chunk between streamed ones
+  Int8Options options;
+  CodecRange range;
+  range.count = n;
+  set_portable(true);
+  const Encoded portable = Int8Codec(options, range, 1).encode(grad, {});
+  set_portable(false);
+  Encoded fast;
+  fast.bytes.assign(Int8Codec::encoded_size(n, options.chunk), std::byte{0xAB});  // a previous step's bytes
+  Int8Codec(options, range, 1).encode_into(grad, {}, fast);
+  EXPECT_EQ(portable.bytes, fast.bytes);
 }
 
 }  // namespace
