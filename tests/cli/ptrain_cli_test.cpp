@@ -249,7 +249,9 @@ TEST(PtrainCli, BenchAllreduceChecksEveryAlgorithm) {
   std::getline(rows, row);
   EXPECT_TRUE(row.ends_with(",ceiling_pct")) << row;
   while (std::getline(rows, row))
-    if (row.find("stream-copy") == std::string::npos) EXPECT_GT(std::stod(row.substr(row.rfind(',') + 1)), 0) << row;
+    if (row.find("stream-copy") == std::string::npos) {
+      EXPECT_GT(std::stod(row.substr(row.rfind(',') + 1)), 0) << row;
+    }
   const Outcome bad = run_ptrain("bench allreduce --sizes 4XB");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--sizes '4XB'"), std::string::npos) << bad.err;
@@ -599,7 +601,9 @@ TEST(PtrainCli, ProgressLinesTellEachStepAndEachCommittedCheckpoint) {
   EXPECT_EQ(sorted_seen, sorted_expected);
   for (size_t i = 0, last_step = 0; i < events.size(); ++i) {
     if (events[i]["event"] == "step") last_step = events[i]["step"];
-    if (events[i]["event"] == "checkpoint") EXPECT_LE(events[i]["step"].get<size_t>(), last_step);
+    if (events[i]["event"] == "checkpoint") {
+      EXPECT_LE(events[i]["step"].get<size_t>(), last_step);
+    }
   }
 
   const Outcome to_stdout = run_ptrain(
