@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/half.hpp"
@@ -34,17 +35,11 @@ void Fp16Codec::encode_into(std::span<const float> grad, const StepInfo&, Encode
   // A message larger than the caches goes to memory anyway: past them, without
   // reading each line first. A smaller one stays cached for the all-reduce.
   const bool bypass = e.bytes.size() >= kBypassCacheBytes;
-  if (bypass) {
-    if (const auto saturated = floats_to_half_bytes_bypassing_cache(grad, e.bytes.data())) {
-      finish_bypassing_copies();
-      stats_.saturated += *saturated;
-      stats_.dense_bytes += grad.size_bytes();
-      stats_.encoded_bytes += e.bytes.size();
-      return;
-    }
-  }
+  // Converted straight into the message where the CPU can; else a block at a time through `halves`.
+  const auto streamed = bypass ? floats_to_half_bytes_bypassing_cache(grad, e.bytes.data()) : std::nullopt;
+  if (streamed) stats_.saturated += *streamed;
   uint16_t halves[kBlock];
-  for (size_t b = 0; b < grad.size(); b += kBlock) {
+  for (size_t b = 0; !streamed && b < grad.size(); b += kBlock) {
     const size_t m = std::min(kBlock, grad.size() - b);
     stats_.saturated += floats_to_halves_saturating(grad.subspan(b, m), {halves, m});
     if (bypass)
