@@ -146,31 +146,19 @@ void update_dispatch(const UpdateArgs& a, size_t begin, size_t end, uint32_t min
   update_portable<kMomentum, kAccumulate, kCollect>(a, begin, end, min_key, out);
 }
 
-// The rank-th largest of the keys pushed so far (0 while fewer than rank):
-// a lower bound of the rank-th largest of any set that holds them.
-class RunningRank {
- public:
-  RunningRank(size_t rank, std::vector<uint32_t>& heap) : rank_(rank), heap_(heap) { heap_.clear(); }
-  void push(uint32_t key) {
-    if (heap_.size() < rank_) {
-      heap_.push_back(key);
-      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());  // smallest on top
-    } else if (key > heap_.front()) {
-      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-      heap_.back() = key;
-      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-    }
-  }
-  uint32_t value() const { return heap_.size() < rank_ ? 0 : heap_.front(); }
-
- private:
-  size_t rank_;
-  std::vector<uint32_t>& heap_;
-};
-
 template <bool kMomentum, bool kAccumulate>
 [[PTRAIN_DGC_NO_CONTRACTION]] float peek_velocity(const UpdateArgs& a, size_t i) {
   return new_velocity<kMomentum, kAccumulate, false>(a, i);
+}
+
+// What `pick.template operator()<kMomentum, kAccumulate>()` gives for the
+// codec's two switches: the kernels are compiled once for each pair.
+template <class Pick>
+auto for_switches(bool momentum, bool accumulate, Pick pick) {
+  if (momentum && accumulate) return pick.template operator()<true, true>();
+  if (momentum) return pick.template operator()<true, false>();
+  if (accumulate) return pick.template operator()<false, true>();
+  return pick.template operator()<false, false>();
 }
 
 }  // namespace
@@ -260,18 +248,13 @@ void DgcCodec::update(std::span<const float> grad, float scale, size_t rank, siz
   cand_key_.clear();
   Candidates out{.index = cand_index_, .key = cand_key_, .cap = cap};
   if (rank == 0) {
-    auto kernel = m && acc ? update_dispatch<true, true, false>
-                  : m      ? update_dispatch<true, false, false>
-                  : acc    ? update_dispatch<false, true, false>
-                           : update_dispatch<false, false, false>;
+    const auto kernel = for_switches(m, acc, []<bool M, bool A>() { return &update_dispatch<M, A, false>; });
     for (const auto& [begin, end] : layout_.sparse()) kernel(a, begin, end, 0, out);
     candidates_overflow_ = true;
     return;
   }
-  auto kernel = m && acc ? update_dispatch<true, true, true>
-                : m      ? update_dispatch<true, false, true>
-                : acc    ? update_dispatch<false, true, true>
-                         : update_dispatch<false, false, true>;
+  const auto kernel = for_switches(m, acc, []<bool M, bool A>() { return &update_dispatch<M, A, true>; });
+  const auto peek = for_switches(m, acc, []<bool M, bool A>() { return &peek_velocity<M, A>; });
   // A first bound from a part of the sample, read before the pass (its keys
   // as they will be once v is updated): every stride-th element, enough of
   // them that the rank-th largest lies well inside.
@@ -281,12 +264,7 @@ void DgcCodec::update(std::span<const float> grad, float scale, size_t rank, siz
   {
     RunningRank part(rank, keys_);
     for (size_t s = 0; s < samples; s += stride) {
-      const size_t i = sample_index_[s];
-      const float v = m && acc ? peek_velocity<true, true>(a, i)
-                      : m      ? peek_velocity<true, false>(a, i)
-                      : acc    ? peek_velocity<false, true>(a, i)
-                               : peek_velocity<false, false>(a, i);
-      part.push(magnitude_key(v));
+      part.push(magnitude_key(peek(a, sample_index_[s])));
     }
     first_bound = part.value();
   }

@@ -246,15 +246,9 @@ uint32_t kth_largest_key(std::span<uint32_t> keys, size_t rank, std::vector<uint
   // A rank far above the median (DGC's threshold: the 0.1% largest): a heap
   // of the rank largest seen so far, which most keys pass by with one compare.
   if (rank * 16 <= keys.size()) {
-    scratch.assign(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(rank));
-    std::make_heap(scratch.begin(), scratch.end(), std::greater<>());  // smallest on top
-    for (size_t i = rank; i < keys.size(); ++i) {
-      if (keys[i] <= scratch.front()) continue;
-      std::pop_heap(scratch.begin(), scratch.end(), std::greater<>());
-      scratch.back() = keys[i];
-      std::push_heap(scratch.begin(), scratch.end(), std::greater<>());
-    }
-    return scratch.front();
+    RunningRank largest(rank, scratch);
+    for (const uint32_t key : keys) largest.push(key);
+    return largest.value();
   }
   std::nth_element(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(rank - 1), keys.end(),
                    std::greater<>());

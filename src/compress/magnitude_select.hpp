@@ -8,9 +8,11 @@
 //
 // On x86-64 the scanning kernels are compiled a second time for AVX2 and
 // picked at run time; both compilations select the same elements.
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -43,6 +45,30 @@ void append_cut_indices(std::span<const float> values, std::span<const IndexSpan
 // appends the first `capacity` of their indices to `out`, ascending. One pass.
 size_t collect_at_least(std::span<const float> values, std::span<const IndexSpan> spans, uint32_t min_key,
                         size_t capacity, std::vector<uint32_t>& out);
+
+// The rank-th largest of the keys pushed so far (0 while fewer than rank): a
+// lower bound of the rank-th largest of any set that holds them. A heap of the
+// rank largest (in `heap`, cleared first), which most keys pass by with one
+// compare once it is full.
+class RunningRank {
+ public:
+  RunningRank(size_t rank, std::vector<uint32_t>& heap) : rank_(rank), heap_(heap) { heap_.clear(); }
+  void push(uint32_t key) {
+    if (heap_.size() < rank_) {
+      heap_.push_back(key);
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());  // smallest on top
+    } else if (key > heap_.front()) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      heap_.back() = key;
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+    }
+  }
+  uint32_t value() const { return heap_.size() < rank_ ? 0 : heap_.front(); }
+
+ private:
+  size_t rank_;
+  std::vector<uint32_t>& heap_;
+};
 
 // The rank-th largest of `keys` (1 <= rank <= keys.size()); may reorder them.
 // `scratch` is reused between calls.
