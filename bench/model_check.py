@@ -20,6 +20,7 @@ fills the link). Prints the table, writes OUT_DIR/model-check.csv, then
 projects to 1,024 workers as 128 hosts x 8 threads (OUT_DIR/projection.csv).
 """
 import csv
+import functools
 import json
 import math
 import os
@@ -54,6 +55,7 @@ def steady_step_s(report):
     return (last[1] - first[1]) / (last[0] - first[0])
 
 
+@functools.cache  # read once: every run of a rate and host count asks for the same probes
 def probe(out, rate, hosts, algo):
     """{size: (seconds, bus bandwidth in Gbit/s)} of a probe's all-reduces."""
     path = os.path.join(out, f"probe-{rate}-{hosts}-{algo}.txt")
