@@ -5,8 +5,10 @@
 # communication-bound MLP (784-2048x5-10, 18.4 M parameters, so that backward
 # has layers left to run while the last ones' gradients are on the wire)
 # trains STEPS steps with: dense ring all-reduce, fp16, DGC at 99.9% sparsity,
-# each with and without overlap of communication and backward, and the
-# parameter server (ps-sync, 2 shards). In the same run, on the same hosts,
+# each with and without overlap of communication and backward, the dense
+# all-reduce over Gloo's transport instead of OpenMPI's (--transport gloo,
+# Gloo's ring), with and without overlap, and the parameter server (ps-sync,
+# 2 shards). In the same run, on the same hosts,
 # PyTorch DDP (gloo, one process a host through tools/netcluster each,
 # bench/ddp_host.py) trains the same MLP the same way, dense and with its fp16
 # compression hook. Before the runs, an MPI probe checks what the links carry:
@@ -18,7 +20,7 @@
 # writes two CSVs.
 #   sudo bench/slow_network.sh [BUILD_DIR]
 #   (env: HOSTS (4), RATES ("1gbit 10gbit"), HIDDEN (2048,2048,2048,2048,2048), STEPS (12), BATCH (32),
-#    CONFIGS (all of: dense dense-overlap fp16 fp16-overlap dgc dgc-overlap ps ddp ddp-fp16),
+#    CONFIGS (all of: dense dense-overlap gloo gloo-overlap fp16 fp16-overlap dgc dgc-overlap ps ddp ddp-fp16),
 #    NAME (the cluster's, slow))
 set -euo pipefail
 build=$(readlink -f "${1:-build}")
@@ -27,7 +29,7 @@ rates=${RATES:-1gbit 10gbit}
 hidden=${HIDDEN:-2048,2048,2048,2048,2048}
 steps=${STEPS:-12}
 batch=${BATCH:-32}
-all_configs="dense dense-overlap fp16 fp16-overlap dgc dgc-overlap ps ddp ddp-fp16"
+all_configs="dense dense-overlap gloo gloo-overlap fp16 fp16-overlap dgc dgc-overlap ps ddp ddp-fp16"
 configs=${CONFIGS:-$all_configs}
 for c in $configs; do
   [[ " $all_configs " == *" $c "* ]] || { echo "slow_network.sh: CONFIGS: unknown '$c' (expected some of: $all_configs)" >&2; exit 2; }
@@ -50,10 +52,13 @@ run_limit=${RUN_LIMIT:-300}
 
 common=(--model mlp --hidden "$hidden" --batch "$batch" --optimizer momentum --lr 0.01 --epochs 1
         --max-steps "$steps" --train-samples $((hosts * batch * (steps + 1))) --comm-timeout 600)
-declare -A names=([dense]="dense ring" [dense-overlap]="dense ring, overlap" [fp16]="fp16"
+declare -A names=([dense]="dense ring" [dense-overlap]="dense ring, overlap" [gloo]="dense, gloo transport"
+                  [gloo-overlap]="dense, gloo transport, overlap" [fp16]="fp16"
                   [fp16-overlap]="fp16, overlap" [dgc]="DGC 99.9%" [dgc-overlap]="DGC 99.9%, overlap"
                   [ps]="parameter server, 2 shards" [ddp]="PyTorch DDP (gloo)" [ddp-fp16]="PyTorch DDP, fp16 hook")
 declare -A options=([dense]="--allreduce ring --no-overlap" [dense-overlap]="--allreduce ring --overlap"
+                    [gloo]="--transport gloo --allreduce native --no-overlap"
+                    [gloo-overlap]="--transport gloo --allreduce native --overlap"
                     [fp16]="--allreduce ring --compress fp16 --no-overlap"
                     [fp16-overlap]="--allreduce ring --compress fp16 --overlap"
                     [dgc]="--compress dgc --dgc-density 0.001 --dgc-warmup 0 --no-overlap"
@@ -73,6 +78,12 @@ for rate in $rates; do
   # its bus bandwidth is what one link carries, under the same traffic as the training runs.
   twice "$runs/probe-$rate.txt" "the probe at $rate" \
     "$netcluster" run "$hosts" --name "$name" -- "$build/ptrain" bench allreduce --algo ring --sizes 64MiB --iters 5
+  if [[ " $configs " == *" gloo"* ]]; then
+    # The same 64 MiB through ptrain over Gloo's transport (Gloo's ring).
+    twice "$runs/probe-ptrain-gloo-$rate.txt" "the gloo transport's probe at $rate" \
+      "$netcluster" run "$hosts" --name "$name" -- "$build/ptrain" bench allreduce --transport gloo --algo native \
+      --sizes 64MiB --iters 5
+  fi
   if [[ " $configs " == *" ddp"* ]]; then
     # The same 64 MiB through gloo's own all-reduce, on the same links: each transport's share of the link.
     twice "$runs/probe-gloo-$rate.log" "gloo's probe at $rate" \
@@ -113,6 +124,12 @@ for rate in rates.split():
     link = float(m.group(2)) * 8 if m else float("nan")
     probes[rate] = link
     print(f"\n{rate}: the probe measured {link:.2f} Gbit/s on one link (MPI ring, {hosts} hosts, 64 MiB)")
+    ptrain_gloo = os.path.join(runs, f"probe-ptrain-gloo-{rate}.txt")
+    if os.path.exists(ptrain_gloo):
+        m = re.search(r"native\s+64MiB\s+(\S+)\s+\S+\s+(\S+)\s+ok", open(ptrain_gloo).read())
+        if m:
+            print(f"{rate}: ptrain over gloo's transport, the same 64 MiB: {float(m.group(2)) * 8:.2f} Gbit/s "
+                  f"({float(m.group(1)) / 1000:.0f} ms)")
     gloo = os.path.join(runs, f"probe-gloo-{rate}.json")
     if os.path.exists(gloo):
         g = json.loads(open(gloo).read().splitlines()[-1])

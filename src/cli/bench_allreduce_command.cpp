@@ -12,6 +12,7 @@
 #include "cli/byte_size.hpp"
 #include "cli/path_option.hpp"
 #include "comm/allreduce_algorithms.hpp"
+#include "comm/gloo_communicator.hpp"
 #include "comm/hierarchical_communicator.hpp"
 #include "comm/local_group.hpp"
 #include "comm/mpi_communicator.hpp"
@@ -115,15 +116,19 @@ Measurement measure_local(int ranks, size_t floats, AllreduceAlgorithm algorithm
   return combine(all);
 }
 
-// Under mpirun with --local-workers: each thread's communicators over the ranks.
+// Under mpirun: with --local-workers, each thread's communicators over the
+// ranks; with --transport gloo and one worker per rank, the workers' own.
 struct RankThreads {
-  std::vector<std::unique_ptr<MpiCommunicator>> across, mesh;
+  std::vector<std::unique_ptr<Communicator>> across;
+  std::vector<std::unique_ptr<MpiCommunicator>> mesh;
+  std::unique_ptr<Communicator> gloo_ranks;
 };
 
 // This rank's part: its threads' slowest time, and whether all were right.
 Measurement measure_rank_or_threads(MpiCommunicator& comm, RankThreads& threads, size_t floats,
                                     AllreduceAlgorithm algorithm, int iters, int warmup) {
-  if (threads.across.empty()) return measure_rank(comm, floats, algorithm, iters, warmup);
+  if (threads.across.empty())
+    return measure_rank(threads.gloo_ranks ? *threads.gloo_ranks : comm, floats, algorithm, iters, warmup);
   const int count = static_cast<int>(threads.across.size());
   auto group = std::make_shared<LocalGroup>(count, std::chrono::seconds(60), comm.rank() * count);
   std::vector<Measurement> mine(static_cast<size_t>(count));
@@ -202,6 +207,8 @@ CLI::App* add_bench_allreduce_command(CLI::App& bench, BenchAllreduceOptions& o)
   cmd->add_option("--ranks", o.ranks, "Workers (0: one per core; under mpirun, the ranks x --local-workers)");
   cmd->add_option("--local-workers", o.local_workers,
                   "Under mpirun: worker threads in each rank, thread t of rank r being worker r x T + t");
+  cmd->add_option("--transport", o.transport,
+                  "Under mpirun: what carries the all-reduces between ranks, mpi or gloo (Gloo's TCP connections)");
   cmd->add_option("--sizes", o.sizes, "Message sizes: one (1MiB) or a range in x4 steps (4KiB:256MiB)");
   cmd->add_option("--iters", o.iters, "Timed all-reduces per size");
   cmd->add_option("--warmup", o.warmup, "Untimed all-reduces per size first");
@@ -227,14 +234,26 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
       throw Error(fmt::format("--ranks {} does not match the {} workers mpirun started ({} ranks x {} threads)",
                               o.ranks, workers, mpi->size(), o.local_workers));
     o.ranks = workers;
+    if (o.transport != "mpi" && o.transport != "gloo")
+      throw Error("--transport: unknown transport '" + o.transport + "' (choose mpi or gloo)");
+    const bool gloo = o.transport == "gloo";
+    const std::chrono::milliseconds timeout(std::chrono::seconds(60));
+    auto over_ranks = [&]() -> std::unique_ptr<Communicator> {
+      auto control = std::make_unique<MpiCommunicator>(timeout);
+      if (!gloo) return control;
+      return make_gloo_communicator(std::move(control), timeout);
+    };
     for (int t = 0; t < o.local_workers && o.local_workers > 1; ++t) {  // collective: every rank in this order
-      threads.across.push_back(std::make_unique<MpiCommunicator>());
+      threads.across.push_back(over_ranks());
       threads.mesh.push_back(t == 0 ? std::make_unique<MpiCommunicator>() : threads.mesh.front()->share());
     }
+    if (gloo && o.local_workers == 1) threads.gloo_ranks = over_ranks();
   } else if (o.backend != "local") {
     throw Error("--backend: unknown backend '" + o.backend + "' (choose local or mpi)");
   } else if (o.local_workers > 1) {
     throw Error("--local-workers: worker threads inside MPI ranks need mpirun (on threads alone: --ranks)");
+  } else if (o.transport != "mpi") {
+    throw Error("--transport " + o.transport + ": carries MPI ranks' all-reduces, so it needs mpirun");
   }
   if (o.ranks == 0) o.ranks = static_cast<int>(std::max<size_t>(allowed_cpus().size(), 1));
   const bool speaker = !mpi || mpi->rank() == 0;
@@ -264,18 +283,21 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   // Checked before any measurement, written whole at the end (core/atomic_file.hpp).
   const bool csv = !o.csv_path.empty() && speaker;
   if (csv) check_writable(o.csv_path, "--csv");
+  const std::string backend = o.transport == "gloo" ? o.backend + "+gloo" : o.backend;  // "mpi+gloo"
   std::string csv_text = "backend,algorithm,ranks,bytes,seconds,algbw_gbps,busbw_gbps,correct,ceiling_pct\n";
   // nccl-tests: algbw = bytes / time; busbw = algbw * 2(n-1)/n, what each link carries.
   const double bus_factor = 2.0 * (o.ranks - 1) / o.ranks;
   if (speaker) {
     fmt::print("all-reduce, backend {}, {} ranks{}, {} iterations per size (time: mean of the slowest rank)\n",
-               o.backend, o.ranks,
+               backend, o.ranks,
                o.local_workers > 1 ? fmt::format(" ({} x {} worker threads)", o.ranks / o.local_workers,
                                                  o.local_workers)
                                    : "",
                o.iters);
     if (const MpiTransport* transport = mpi ? mpi_transport_in_use() : nullptr)
-      fmt::print("transport: {}\n", transport->description);
+      fmt::print("transport: {}{}\n", transport->description,
+                 o.transport == "gloo" ? "; all-reduces over gloo's TCP transport on " + gloo_interface_in_use() : "");
+    if (o.transport == "gloo" && !gloo_interface_warning().empty()) fmt::print("{}\n", gloo_interface_warning());
   }
   // How close an all-reduce comes to memory speed: it reads and writes each
   // byte at least once, so 2 x bytes / time over the slowest rank's copy rate.
@@ -292,7 +314,7 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
           "memory copy ceiling (STREAM-like copy of {}, {} ranks at once, read+write bytes): {:.2f} GB/s "
           "in all, {:.2f} GB/s for the slowest rank\n",
           human_bytes(copy_bytes), o.ranks, total / 1e9, slowest / 1e9);
-      csv_text += fmt::format("{},stream-copy,{},{},,{:.6f},,true,\n", o.backend, o.ranks, copy_bytes, total / 1e9);
+      csv_text += fmt::format("{},stream-copy,{},{},,{:.6f},,true,\n", backend, o.ranks, copy_bytes, total / 1e9);
     }
   }
   if (speaker)
@@ -311,7 +333,7 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
       fmt::print("{:>12} {:>10} {:>12.1f} {:>12.3f} {:>12.3f} {:>6} {:>10.1f}\n", to_string(algorithm),
                  human_bytes(floats * sizeof(float)), m.seconds * 1e6, algbw, algbw * bus_factor,
                  m.correct ? "ok" : "WRONG", ceiling);
-      csv_text += fmt::format("{},{},{},{},{:.9f},{:.6f},{:.6f},{},{:.2f}\n", o.backend, to_string(algorithm),
+      csv_text += fmt::format("{},{},{},{},{:.9f},{:.6f},{:.6f},{},{:.2f}\n", backend, to_string(algorithm),
                               o.ranks, floats * sizeof(float), m.seconds, algbw, algbw * bus_factor, m.correct,
                               ceiling);
     }

@@ -95,20 +95,23 @@ class MpiCommunicator : public Communicator {
   // the MPI communicator from being freed. Not collective.
   std::unique_ptr<MpiCommunicator> share() const;
 
+  // After a collective that every rank had entered timed out on this rank:
+  // the ranks that are not there any more, e.g. "2" or "0, 2" ("": every one
+  // answered). See the .cpp. Public for a transport that moves a collective's
+  // bytes elsewhere (comm/gloo_communicator.hpp).
+  std::string roll_call();
+
  private:
   struct Handle;  // the MPI_Comm and the half-sum MPI_Op, kept out of this header
+
+  // The entry check above; throws ptrain::Error naming the collective.
+  void enter(const CollectiveEntry& entry);
 
   // A handle on `handle`'s communicator: a new one (from split()) is set up first.
   MpiCommunicator(std::shared_ptr<Handle> handle, std::chrono::milliseconds timeout, bool set_up_first);
   // Rank and size from handle_->comm; for a new communicator first errors as return codes and the half-sum MPI_Op.
   void set_up(bool new_communicator);
 
-  // The entry check above; throws ptrain::Error naming the collective.
-  void enter(const CollectiveEntry& entry);
-  // After a native collective (which every rank had entered) timed out on
-  // this rank: the ranks that are not there any more, e.g. "2" or "0, 2"
-  // ("": every one answered). See the .cpp.
-  std::string roll_call();
   // Fails naming the ranks the roll call misses.
   [[noreturn]] void native_timed_out(const std::string& what);
   // Throws if an earlier call failed: its peers have given up on it.

@@ -52,6 +52,14 @@ Problems check_plan(const RunPlan& plan) {
     problems.add("run.local_workers",
                  fmt::format("{}: the {} strategy runs one worker per MPI rank (worker threads in ranks: hybrid)",
                              run.local_workers, strategy));
+  if (run.transport == Transport::Gloo && run.backend == Backend::Local)
+    problems.add("run.transport", "gloo: carries MPI ranks' all-reduces (under mpirun); threads of one process share "
+                                  "memory instead");
+  if (run.transport == Transport::Gloo && servers_of(plan.strategy) > 0)
+    problems.add("run.transport",
+                 fmt::format("gloo: carries the all-reduces between worker ranks; the {} strategy's traffic goes to "
+                             "its parameter servers, over MPI (use transport mpi)",
+                             strategy));
   if (run.workers > 0 && run.local_workers > 1 && run.workers % run.local_workers != 0)
     problems.add("run.workers", fmt::format("{} is not a multiple of run.local_workers {} (ranks x threads)",
                                             run.workers, run.local_workers));

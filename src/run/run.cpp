@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "comm/gloo_communicator.hpp"
 #include "core/compute_device.hpp"
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
@@ -88,6 +89,10 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
         "slot:PE={} for a core per thread",
         allowed_cpus().size(), world.local_workers, world.local_workers));
 
+  if (world.reports() && callbacks.on_warning && plan.run.transport == Transport::Gloo &&
+      !gloo_interface_warning().empty())
+    callbacks.on_warning(gloo_interface_warning());
+
   std::optional<Standardization> standardization;
   const LoadedData data = load_data(plan, inputs, standardization);
   const ModelInput input{data.train.sample_shape(), data.train.num_classes(), data.train.label_shape(), plan.run.seed};
@@ -135,7 +140,7 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   } else if (world.worker_ranks) {
     result = train_on(*world.worker_ranks, *world.ranks, config, data.train, &data.test, factory, train_callbacks);
   } else {
-    result = train_on(*world.ranks, config, data.train, &data.test, factory, train_callbacks);
+    result = train_on(world.worker_group(), config, data.train, &data.test, factory, train_callbacks);
   }
   result.parameters = start.parameters;
   result.model = start.model;

@@ -8,6 +8,7 @@
 #include <span>
 #include <thread>
 
+#include "comm/gloo_communicator.hpp"
 #include "core/compute_device.hpp"
 #include "core/error.hpp"
 
@@ -56,6 +57,9 @@ World make_world(const RunPlan& plan) {
     throw Error("run.backend mpi: this process was not started by mpirun");
   if (world.backend == Backend::Local && under_mpirun)
     throw Error("run.backend local: under mpirun every rank would run all the workers; use backend mpi or auto");
+  if (world.backend == Backend::Local && run.transport == Transport::Gloo)
+    throw Error("run.transport gloo: carries MPI ranks' all-reduces, so it needs mpirun; threads of one process share "
+                "memory instead");
   if (world.backend == Backend::Local && run.local_workers > 1)
     throw Error(fmt::format("run.local_workers {}: runs worker threads inside MPI ranks, so it needs mpirun; on threads "
                             "alone the workers are run.workers",
@@ -79,6 +83,8 @@ World make_world(const RunPlan& plan) {
     throw Error(fmt::format("strategy {}: runs its workers as threads of one process only, not as MPI ranks "
                             "(run it without mpirun)",
                             strategy));
+  if (run.transport == Transport::Gloo && !gloo_available())
+    throw Error("run.transport gloo: this ptrain was built without Gloo (install libgloo-dev and build it again)");
   const MpiTransport* transport = mpi_transport_in_use();
   world.transport = transport ? transport->description : "MPI initialised by the caller: its transport as MPI chose";
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
@@ -105,10 +111,18 @@ World make_world(const RunPlan& plan) {
                             "workers are the ranks{})",
                             run.workers, world.workers, world.servers > 0 ? ", less the servers" : ""));
   // Every rank makes them in the same order: each is a collective.
+  const bool gloo = run.transport == Transport::Gloo;
+  auto over_ranks = [&]() -> std::unique_ptr<Communicator> {
+    auto mpi = std::make_unique<MpiCommunicator>(timeout);
+    if (!gloo) return mpi;
+    return make_gloo_communicator(std::move(mpi), timeout);
+  };
   for (int t = 0; t < world.local_workers && world.local_workers > 1; ++t) {
-    world.across.push_back(std::make_unique<MpiCommunicator>(timeout));
+    world.across.push_back(over_ranks());
     world.mesh.push_back(t == 0 ? std::make_unique<MpiCommunicator>(timeout) : world.mesh.front()->share());
   }
+  if (gloo && world.local_workers == 1) world.gloo_ranks = over_ranks();
+  if (gloo) world.transport += "; all-reduces over gloo's TCP transport on " + gloo_interface_in_use();
   if (world.servers > 0) world.worker_ranks = world.ranks->split(world.rank() < world.workers ? 0 : 1);
   if (const auto device = parse_compute_device(run.device); device && device->cuda)
     world.host_slot = host_slot(*world.ranks);

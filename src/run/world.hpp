@@ -22,14 +22,21 @@ struct World {
   int host_slot = 0;
   // MPI only: every rank, and the worker ranks alone (with servers).
   std::unique_ptr<MpiCommunicator> ranks, worker_ranks;
-  // MPI with worker threads: thread t's own communicator over the ranks, and
-  // its handle on the one they share (comm/hierarchical_communicator.hpp).
-  std::vector<std::unique_ptr<MpiCommunicator>> across, mesh;
+  // MPI with run.transport gloo and one worker per rank: the workers'
+  // communicator, whose all-reduces go over Gloo (comm/gloo_communicator.hpp).
+  std::unique_ptr<Communicator> gloo_ranks;
+  // MPI with worker threads: thread t's own communicator over the ranks (over
+  // Gloo with run.transport gloo), and its handle on the one they share
+  // (comm/hierarchical_communicator.hpp).
+  std::vector<std::unique_ptr<Communicator>> across;
+  std::vector<std::unique_ptr<MpiCommunicator>> mesh;
   // Where the workers' messages go: "threads of one process (no network)", or
   // the MPI transport chosen before MPI_Init (comm/mpi_transport.hpp).
   std::string transport;
 
   int rank() const { return ranks ? ranks->rank() : 0; }
+  // The communicator of a run with one worker per rank and no servers.
+  Communicator& worker_group() const { return gloo_ranks ? *gloo_ranks : *ranks; }
   bool is_server() const { return ranks && rank() >= workers; }
   // The one process that prints and writes: the local process, or rank 0.
   bool reports() const { return rank() == 0; }

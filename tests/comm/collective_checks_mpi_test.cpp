@@ -21,34 +21,6 @@ inline void PrintTo(AllreduceAlgorithm a, std::ostream* out) { *out << to_string
 
 namespace {
 
-// What `call` threw on this rank ("" if nothing).
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// Every rank's string, in rank order, on every rank.
-std::vector<std::string> from_every_rank(const std::string& mine) {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int length = static_cast<int>(mine.size());
-  std::vector<int> lengths(static_cast<size_t>(size)), offsets(static_cast<size_t>(size));
-  MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  std::exclusive_scan(lengths.begin(), lengths.end(), offsets.begin(), 0);
-  std::string all(static_cast<size_t>(offsets.back() + lengths.back()), '\0');
-  MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-                 MPI_COMM_WORLD);
-  std::vector<std::string> result;
-  for (int r = 0; r < size; ++r)
-    result.push_back(all.substr(static_cast<size_t>(offsets[static_cast<size_t>(r)]),
-                                static_cast<size_t>(lengths[static_cast<size_t>(r)])));
-  return result;
-}
-
 std::string collective_name(AllreduceAlgorithm a) {
   return a == AllreduceAlgorithm::Native ? "allreduce" : to_string(a) + " allreduce";
 }

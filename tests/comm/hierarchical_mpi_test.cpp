@@ -5,8 +5,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <functional>
-#include <thread>
 
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/hierarchical_communicator.hpp"
@@ -34,38 +32,6 @@ std::vector<float> integer_data(int worker, size_t n) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = integer_value(worker, i);
   return v;
-}
-
-// This rank's T threads as workers rank x T + t, each on its own
-// communicator across the ranks and a handle on a shared mesh; runs
-// body(worker, comm) on each and returns their errors ("" if none).
-std::vector<std::string> run_threads(int threads, milliseconds timeout,
-                                     const std::function<void(int, HierarchicalCommunicator&)>& body) {
-  EXPECT_TRUE(MpiRuntime::threads_multiple());
-  MPI_Barrier(MPI_COMM_WORLD);  // the setup below is collective, under the timeout
-  std::vector<std::unique_ptr<MpiCommunicator>> across, mesh;
-  for (int t = 0; t < threads; ++t) {
-    across.push_back(std::make_unique<MpiCommunicator>(timeout));
-    mesh.push_back(t == 0 ? std::make_unique<MpiCommunicator>(timeout) : mesh.front()->share());
-  }
-  const int rank = across.front()->rank();
-  auto group = std::make_shared<LocalGroup>(threads, timeout, rank * threads);
-  std::vector<std::string> errors(static_cast<size_t>(threads));
-  std::vector<std::thread> running;
-  for (int t = 0; t < threads; ++t)
-    running.emplace_back([&, t] {
-      try {
-        HierarchicalCommunicator comm(group, t, *across[static_cast<size_t>(t)], *mesh[static_cast<size_t>(t)]);
-        body(rank * threads + t, comm);
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(t)] = e.what();
-        group->abort(e.what());
-        for (auto& c : across) c->interrupt(e.what());
-        for (auto& c : mesh) c->interrupt(e.what());
-      }
-    });
-  for (auto& t : running) t.join();
-  return errors;
 }
 
 class HierarchicalMpi : public ::testing::TestWithParam<int> {};  // threads per rank

@@ -22,16 +22,6 @@ namespace {
 constexpr auto kLongWait = std::chrono::seconds(60);
 constexpr auto kShortWait = std::chrono::milliseconds(50);
 
-// What `call` threw on this rank ("" if nothing).
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // Rank r's message: r bytes of value r (rank 0 would send nothing).
 std::vector<std::byte> rank_bytes(int rank) {
   return std::vector<std::byte>(static_cast<size_t>(rank), std::byte(rank));

@@ -76,6 +76,27 @@ TEST(RunPlan, InapplicableCombinationsAreRefusedWithTheReason) {
   EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
 }
 
+// Gloo carries MPI ranks' all-reduces: not for threads, not for parameter servers.
+TEST(RunPlan, GlooTransportNeedsRanksAndAStrategyWithoutServers) {
+  RunPlan plan;
+  plan.run.transport = Transport::Gloo;
+  EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();  // backend auto: make_world decides
+  plan.run.backend = Backend::Local;
+  plan.strategy = PsSyncOptions{};
+  const std::string all = check_plan(plan).joined();
+  EXPECT_NE(all.find("run.transport gloo: carries MPI ranks' all-reduces (under mpirun); threads of one process "
+                     "share memory instead"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("run.transport gloo: carries the all-reduces between worker ranks; the ps-sync strategy's "
+                     "traffic goes to its parameter servers, over MPI (use transport mpi)"),
+            std::string::npos)
+      << all;
+  plan.run.backend = Backend::Mpi;
+  plan.strategy = HybridOptions{};
+  EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
+}
+
 // Worker threads inside MPI ranks: under mpirun (not the local backend), for
 // the strategy that runs them, and a worker count they divide.
 TEST(RunPlan, LocalWorkersNeedRanksAndTheHybridStrategy) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/netcluster end to end: up 3 shaped hosts, status, MPI across them (one
 # rank in each namespace, an all-reduce checked for its sum, a short training
-# run that names its transport: TCP on the cluster's interface), down, and a
+# run that names its transport: TCP on the cluster's interface; the same over
+# Gloo's transport, and training with worker threads over it), down, and a
 # failed up that leaves nothing behind. Skipped (CTest exit 77, with the
 # reason) where there is no root or no network namespaces.
 #   tests/tools/netcluster_test.sh PTRAIN_EXECUTABLE
@@ -49,6 +50,17 @@ out=$("$netcluster" run 3 --name "$name" -- "$ptrain" bench allreduce --algo rin
 echo "$out"
 grep -qE "ring +1MiB .* ok +[0-9.]+$" <<<"$out" || fail "the all-reduce across the cluster did not check out"
 
+# Gloo's transport across the hosts, on the interface MPI was given (a build without Gloo says so).
+if out=$("$netcluster" run 3 --name "$name" -- "$ptrain" bench allreduce --transport gloo --algo native --sizes 1MiB 2>&1)
+then
+  echo "$out"
+  grep -q "all-reduces over gloo's TCP transport on interface eth0 (OpenMPI's btl_tcp_if_include)" <<<"$out" ||
+    fail "the gloo all-reduce does not name its interface: $out"
+  grep -qE "native +1MiB .* ok +[0-9.]+$" <<<"$out" || fail "the gloo all-reduce across the cluster did not check out"
+elif ! grep -q "built without Gloo" <<<"$out"; then
+  fail "the gloo all-reduce across the cluster failed: $out"
+fi
+
 # Training across the hosts names the transport the cluster set: TCP on eth0 only.
 if [ -d /usr/share/datasets/fashion-mnist ]; then
   out=$("$netcluster" run 3 --name "$name" -- "$ptrain" train --model softmax --train-samples 960 --epochs 1 \
@@ -56,6 +68,13 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   grep -q "several hosts: the MPI transport you set (btl=tcp,self, btl_tcp_if_include=eth0)" <<<"$out" ||
     fail "training across the cluster does not name its transport: $out"
   ! grep -q "warning" <<<"$out" || fail "training across the cluster warned: $out"
+  if out=$("$netcluster" run 2 --name "$name" -- "$ptrain" train --model softmax --train-samples 960 --epochs 1 \
+    --max-steps 5 --batch 16 --transport gloo --local-workers 2 --allreduce hierarchical 2>&1); then
+    grep -q "all-reduces over gloo's TCP transport on interface eth0" <<<"$out" ||
+      fail "training over gloo does not name its transport: $out"
+  elif ! grep -q "built without Gloo" <<<"$out"; then
+    fail "training over gloo across the cluster failed: $out"
+  fi
 fi
 
 "$netcluster" down --name "$name"
