@@ -9,11 +9,11 @@
 // mesh, its addresses exchanged over MPI); the native all-reduce (of floats
 // and of halves) is Gloo's ring, two segments of up to 1 MiB in flight; ring,
 // hd and tree are ptrain's algorithms (comm/allreduce_algorithms.hpp) over
-// Gloo's point-to-point messages; the entry check of every all-reduce (comm/
-// collective_entry.hpp) goes over Gloo too, so a rank waiting for the others
-// sleeps; broadcast, barrier and allgatherv (a run's start and end, DGC's
-// sparse exchange) stay on the MPI communicator it was made from. recv_any is
-// not supported (the parameter servers stay on MPI).
+// Gloo's point-to-point messages, and so are the entry check of every
+// collective (comm/collective_entry.hpp), barrier and allgatherv (DGC's sparse
+// exchange), so that a rank waiting for the others sleeps; only broadcast (a
+// run's start) stays on the MPI communicator it was made from. recv_any is not
+// supported (the parameter servers stay on MPI).
 //
 // Errors: a wait that passes the timeout, or a peer whose connection breaks,
 // fails naming the peer (point-to-point) or, in Gloo's all-reduce, the ranks

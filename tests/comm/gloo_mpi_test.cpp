@@ -116,7 +116,7 @@ TEST(GlooTransport, HalvesSumAsTheyDoOverMpi) {
   }
 }
 
-TEST(GlooTransport, PointToPointReachesEveryRankBothWaysAtOnce) {
+TEST(GlooTransport, PointToPointAndAllgathervReachEveryRank) {
   SKIP_WITHOUT_GLOO();
   auto gloo = gloo_over_ranks(kLong);
   const int n = gloo->size(), me = gloo->rank();
@@ -132,6 +132,11 @@ TEST(GlooTransport, PointToPointReachesEveryRankBothWaysAtOnce) {
       gloo->sendrecv(to, bytes_of(me, to, size), from, in, 1);
       EXPECT_EQ(in, bytes_of(from, me, size)) << "from rank " << from << ", " << size << " bytes";
     }
+  // Every rank's bytes of its own size (rank 1's empty), on every rank.
+  const auto all = gloo->allgatherv(bytes_of(me, me, me == 1 ? 0 : size_t(1000 * me + 3)));
+  ASSERT_EQ(all.size(), static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(all[static_cast<size_t>(r)], bytes_of(r, r, r == 1 ? 0 : size_t(1000 * r + 3))) << "rank " << r;
   // Two messages with one tag arrive in the order they were sent.
   if (n > 1) {
     if (me == 0) {

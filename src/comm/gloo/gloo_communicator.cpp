@@ -182,13 +182,15 @@ class GlooCommunicator : public Communicator {
     control_->broadcast(data, root);
     (rank_ == root ? stats_.bytes_sent : stats_.bytes_received) += size_ > 1 ? data.size() : 0;
   }
+  // Over Gloo too: a rank that waits on MPI spins, and would starve Gloo's
+  // I/O thread on its core while a peer still needs it to send.
   void barrier() override {
     stats_.collectives++;
-    control_->barrier();
+    enter(CollectiveEntry::barrier());  // every rank's token: that is a barrier
   }
   std::vector<std::vector<std::byte>> allgatherv(std::span<const std::byte> mine) override {
-    stats_.collectives++;
-    return control_->allgatherv(mine);
+    enter(CollectiveEntry::allgatherv());
+    return Communicator::allgatherv(mine);  // pairwise, over send and receive
   }
 
   void send(int peer, int tag, std::span<const std::byte> data) override {
