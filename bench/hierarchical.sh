@@ -41,7 +41,7 @@ for hosts in $host_counts; do
       twice "$runs/train-$hosts-$algo-$repeat.log" "training, $hosts hosts, $algo" "$netcluster" run "$hosts" --name "$name" -- \
         "$build/ptrain" train --local-workers "$threads" --allreduce "$algo" --no-overlap --model mlp \
         --hidden 2048,2048,2048,2048,2048 --batch 32 --optimizer momentum --lr 0.01 --epochs 1 --max-steps "$steps" \
-        --train-samples $((hosts * threads * 32 * (steps + 1))) --comm-timeout 600 --quiet \
+        --train-samples $((hosts * threads * 32 * (steps + 1))) --comm-timeout 600 --quiet --transport mpi \
         --report "$runs/train-$hosts-$algo-$repeat.json"
     done
   done

@@ -75,7 +75,7 @@ for rate in $rates; do
       twice "$out/$run.log" "$run" "$netcluster" run "$ranks" --name "$name" -- "$build/ptrain" train \
         --model mlp --hidden "$hidden" --batch "$batch" --optimizer momentum --lr 0.01 --epochs 1 \
         --max-steps "$steps" --log-every 1 --train-samples $((workers * batch * (steps + 1))) --comm-timeout 600 \
-        $options --report "$out/$run.json"
+        --transport mpi $options --report "$out/$run.json"
     done
   done
   "$netcluster" down --name "$name" >/dev/null

@@ -56,13 +56,13 @@ declare -A names=([dense]="dense ring" [dense-overlap]="dense ring, overlap" [gl
                   [gloo-overlap]="dense, gloo transport, overlap" [fp16]="fp16"
                   [fp16-overlap]="fp16, overlap" [dgc]="DGC 99.9%" [dgc-overlap]="DGC 99.9%, overlap"
                   [ps]="parameter server, 2 shards" [ddp]="PyTorch DDP (gloo)" [ddp-fp16]="PyTorch DDP, fp16 hook")
-declare -A options=([dense]="--allreduce ring --no-overlap" [dense-overlap]="--allreduce ring --overlap"
+declare -A options=([dense]="--allreduce ring --no-overlap --transport mpi" [dense-overlap]="--allreduce ring --overlap --transport mpi"
                     [gloo]="--transport gloo --allreduce native --no-overlap"
                     [gloo-overlap]="--transport gloo --allreduce native --overlap"
-                    [fp16]="--allreduce ring --compress fp16 --no-overlap"
-                    [fp16-overlap]="--allreduce ring --compress fp16 --overlap"
-                    [dgc]="--compress dgc --dgc-density 0.001 --dgc-warmup 0 --no-overlap"
-                    [dgc-overlap]="--compress dgc --dgc-density 0.001 --dgc-warmup 0 --overlap"
+                    [fp16]="--allreduce ring --compress fp16 --no-overlap --transport mpi"
+                    [fp16-overlap]="--allreduce ring --compress fp16 --overlap --transport mpi"
+                    [dgc]="--compress dgc --dgc-density 0.001 --dgc-warmup 0 --no-overlap --transport mpi"
+                    [dgc-overlap]="--compress dgc --dgc-density 0.001 --dgc-warmup 0 --overlap --transport mpi"
                     [ps]="--strategy ps-sync --servers 2" [ddp]="" [ddp-fp16]="--fp16-hook")
 export GLOO_SOCKET_IFNAME=eth0  # gloo's connections on the cluster's links
 # DDP: the same MLP, batch, optimizer, step size and steps, every step timed as ptrain's mean_step_ms.

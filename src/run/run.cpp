@@ -89,8 +89,7 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
         "slot:PE={} for a core per thread",
         allowed_cpus().size(), world.local_workers, world.local_workers));
 
-  if (world.reports() && callbacks.on_warning && plan.run.transport == Transport::Gloo &&
-      !gloo_interface_warning().empty())
+  if (world.reports() && callbacks.on_warning && !gloo_interface_warning().empty())
     callbacks.on_warning(gloo_interface_warning());
 
   std::optional<Standardization> standardization;

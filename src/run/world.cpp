@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <span>
 #include <thread>
 
@@ -42,6 +44,14 @@ int host_slot(Communicator& ranks) {
     if (std::string(reinterpret_cast<const char*>(theirs.data()), theirs.size()) == mine) ++slot;
   }
   return slot;
+}
+
+// Whether mpirun started ranks on more than one host: every rank sees the
+// same answer (all ranks on one host exactly when this host has all of them).
+bool ranks_span_hosts() {
+  const char* world = std::getenv("OMPI_COMM_WORLD_SIZE");
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return world && local && std::string_view(world) != local;
 }
 
 }  // namespace
@@ -85,6 +95,8 @@ World make_world(const RunPlan& plan) {
                             strategy));
   if (run.transport == Transport::Gloo && !gloo_available())
     throw Error("run.transport gloo: this ptrain was built without Gloo (install libgloo-dev and build it again)");
+  const bool gloo = run.transport == Transport::Gloo ||
+                    (run.transport == Transport::Auto && gloo_available() && world.servers == 0 && ranks_span_hosts());
   const MpiTransport* transport = mpi_transport_in_use();
   world.transport = transport ? transport->description : "MPI initialised by the caller: its transport as MPI chose";
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
@@ -111,7 +123,6 @@ World make_world(const RunPlan& plan) {
                             "workers are the ranks{})",
                             run.workers, world.workers, world.servers > 0 ? ", less the servers" : ""));
   // Every rank makes them in the same order: each is a collective.
-  const bool gloo = run.transport == Transport::Gloo;
   auto over_ranks = [&]() -> std::unique_ptr<Communicator> {
     auto mpi = std::make_unique<MpiCommunicator>(timeout);
     if (!gloo) return mpi;

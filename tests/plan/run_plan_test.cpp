@@ -95,6 +95,11 @@ TEST(RunPlan, GlooTransportNeedsRanksAndAStrategyWithoutServers) {
   plan.run.backend = Backend::Mpi;
   plan.strategy = HybridOptions{};
   EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
+  // The default, auto, picks per run (make_world): never a problem, servers or not.
+  plan.run.transport = Transport::Auto;
+  plan.strategy = PsSyncOptions{};
+  EXPECT_EQ(RunControls{}.transport, Transport::Auto);
+  EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
 }
 
 // Worker threads inside MPI ranks: under mpirun (not the local backend), for

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/netcluster end to end: up 3 shaped hosts, status, MPI across them (one
 # rank in each namespace, an all-reduce checked for its sum, a short training
-# run that names its transport: TCP on the cluster's interface; the same over
-# Gloo's transport, and training with worker threads over it), down, and a
+# run that names its transport: TCP on the cluster's interface, the all-reduces
+# over Gloo's by default; an all-reduce and training with worker threads over
+# Gloo's transport named), down, and a
 # failed up that leaves nothing behind. Skipped (CTest exit 77, with the
 # reason) where there is no root or no network namespaces.
 #   tests/tools/netcluster_test.sh PTRAIN_EXECUTABLE
@@ -51,8 +52,10 @@ echo "$out"
 grep -qE "ring +1MiB .* ok +[0-9.]+$" <<<"$out" || fail "the all-reduce across the cluster did not check out"
 
 # Gloo's transport across the hosts, on the interface MPI was given (a build without Gloo says so).
+have_gloo=0
 if out=$("$netcluster" run 3 --name "$name" -- "$ptrain" bench allreduce --transport gloo --algo native --sizes 1MiB 2>&1)
 then
+  have_gloo=1
   echo "$out"
   grep -q "all-reduces over gloo's TCP transport on interface eth0 (OpenMPI's btl_tcp_if_include)" <<<"$out" ||
     fail "the gloo all-reduce does not name its interface: $out"
@@ -68,6 +71,11 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   grep -q "several hosts: the MPI transport you set (btl=tcp,self, btl_tcp_if_include=eth0)" <<<"$out" ||
     fail "training across the cluster does not name its transport: $out"
   ! grep -q "warning" <<<"$out" || fail "training across the cluster warned: $out"
+  # Ranks on several hosts: the default transport (auto) is Gloo's, where the build has it.
+  if [ "$have_gloo" = 1 ]; then
+    grep -q "all-reduces over gloo's TCP transport on interface eth0" <<<"$out" ||
+      fail "training across hosts did not pick gloo's transport by default: $out"
+  fi
   if out=$("$netcluster" run 2 --name "$name" -- "$ptrain" train --model softmax --train-samples 960 --epochs 1 \
     --max-steps 5 --batch 16 --transport gloo --local-workers 2 --allreduce hierarchical 2>&1); then
     grep -q "all-reduces over gloo's TCP transport on interface eth0" <<<"$out" ||
