@@ -5,10 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <thread>
 #include <functional>
-#include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,21 +36,16 @@ inline std::string error_of(const std::function<void()>& call) {
   return "";
 }
 
-// Every rank's string, in rank order, on every rank.
+// Every rank's string, in rank order, on every rank: a failure that only one
+// rank sees is then printed by rank 0, the one rank whose output shows.
+// Gathered on a communicator of its own, whose waits answer roll calls
+// (comm/mpi_roll_call.hpp): a rank done with its part of a test, waiting here
+// for the others, is not named as stopped when one of them times out.
 inline std::vector<std::string> from_every_rank(const std::string& mine) {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int length = static_cast<int>(mine.size());
-  std::vector<int> lengths(static_cast<size_t>(size)), offsets(static_cast<size_t>(size));
-  MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  std::exclusive_scan(lengths.begin(), lengths.end(), offsets.begin(), 0);
-  std::string all(static_cast<size_t>(offsets.back() + lengths.back()), '\0');
-  MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-                 MPI_COMM_WORLD);
+  MpiCommunicator comm(std::chrono::seconds(60));
   std::vector<std::string> result;
-  for (int r = 0; r < size; ++r)
-    result.push_back(all.substr(static_cast<size_t>(offsets[static_cast<size_t>(r)]),
-                                static_cast<size_t>(lengths[static_cast<size_t>(r)])));
+  for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span(mine))))
+    result.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   return result;
 }
 

@@ -14,7 +14,6 @@ enum MessageTag : int {
   kTagRingAllreduceHalf = 6,
   kTagHalvingDoublingHalf = 7,
   kTagTreeHalf = 8,
-  kTagRollCall = 9,    // after a native collective timed out: which ranks are still there (MPI backend)
   kTagHierarchicalEntry = 10,  // the tokens of the entry check between ranks (hierarchical backend)
   kTagPsRequest = 20,  // worker to parameter-server shard (ps/ps_protocol.hpp)
   kTagPsReply = 21,    // shard to worker
@@ -45,8 +44,6 @@ inline std::string tag_name(int tag) {
       return "fp16 hd allreduce";
     case kTagTreeHalf:
       return "fp16 tree allreduce";
-    case kTagRollCall:
-      return "roll call";
     case kTagPsRequest:
       return "parameter-server request";
     case kTagPsReply:

@@ -11,6 +11,7 @@
 
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/message_tags.hpp"
+#include "comm/mpi_roll_call.hpp"
 #include "comm/mpi_transport.hpp"
 #include "core/error.hpp"
 #include "core/half.hpp"
@@ -22,6 +23,8 @@ namespace ptrain {
 struct MpiCommunicator::Handle {
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Op half_sum = MPI_OP_NULL;  // for allreduce_half: see half_sum() below
+  // Its rank r is rank r of MPI_COMM_WORLD, whose ranks a roll call names.
+  bool like_world = false;
   // A handle on it failed. A failed communicator stays allocated: peers may
   // still send to it, and freeing it would let MPI give its context to a later
   // communicator. The same for the MPI_Op: a failed MPI_Iallreduce may still use it.
@@ -56,6 +59,8 @@ void check(int code, const std::string& what) {
 // 4 workers and 2 shards sharing 2 cores: 50 us naps gained a third of what
 // 500 us did.)
 // `interrupted` (Communicator::interrupt) ends the wait as a timeout does.
+// Every 64 polls it answers the roll calls waiting for this rank
+// (comm/mpi_roll_call.hpp), so that a rank waiting here counts as there.
 bool wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeout, MPI_Status* statuses,
               Communicator::Waiting waiting = Communicator::Waiting::Spin,
               const std::atomic<bool>* interrupted = nullptr) {
@@ -68,6 +73,7 @@ bool wait_all(MPI_Request* requests, int count, std::chrono::milliseconds timeou
     if (waiting == Communicator::Waiting::Nap && i >= 64)
       std::this_thread::sleep_for(std::chrono::microseconds(500));
     if (i % 64 == 63) {
+      answer_roll_calls();
       if (deadline.passed()) return false;
       std::this_thread::yield();
     }
@@ -149,14 +155,17 @@ MpiCommunicator::MpiCommunicator(std::chrono::milliseconds timeout) : timeout_(t
   check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
   auto handle = std::make_unique<Handle>();
-  MPI_Request request;
-  check(MPI_Comm_idup(MPI_COMM_WORLD, &handle->comm, &request), "communicator setup");
-  if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE)) {
+  MPI_Request requests[2];  // this communicator and, for the process's first, the roll call's channel
+  check(MPI_Comm_idup(MPI_COMM_WORLD, &handle->comm, &requests[0]), "communicator setup");
+  const bool channel = start_roll_call_channel(&requests[1]);
+  if (!wait_all(requests, 2, timeout_, MPI_STATUSES_IGNORE)) {
     // MPI may still write the new communicator into the handle: leave it allocated.
+    // (Without a channel this rank neither holds nor answers roll calls.)
     static_cast<void>(handle.release());
     throw InterruptedError(fmt::format("communicator setup: rank {} timed out after {} waiting for the other ranks",
                             rank_, seconds_text(timeout_)));
   }
+  if (channel) roll_call_channel_ready();
   handle_ = std::move(handle);
   set_up(true);
 }
@@ -172,6 +181,9 @@ void MpiCommunicator::set_up(bool new_communicator) {
   check(MPI_Comm_size(handle_->comm, &size_), "communicator setup");
   if (!new_communicator) return;
   MPI_Comm_set_errhandler(handle_->comm, MPI_ERRORS_RETURN);
+  int comparison = MPI_UNEQUAL;
+  check(MPI_Comm_compare(handle_->comm, MPI_COMM_WORLD, &comparison), "communicator setup");
+  handle_->like_world = comparison == MPI_CONGRUENT || comparison == MPI_IDENT;
   // Created commutative: one fp32 addition and one rounding do not depend on
   // the order of the operands. MPI regroups the additions as its algorithm
   // likes, so the native result depends on MPI's choice, as a float
@@ -246,7 +258,8 @@ void MpiCommunicator::enter(const CollectiveEntry& entry) {
       for (size_t i = n; i < 2 * n; ++i) sends_done &= abandon(requests[i], false);
       // MPI may still read this rank's token: leave the tokens allocated.
       if (!sends_done) static_cast<void>(tokens.release());
-      fail(collective_timeout(what, rank_, timeout_, missing, "rank"));
+      // The missing rank may itself wait for one that stopped, here or on another communicator.
+      timed_out(collective_timeout(what, rank_, timeout_, missing, "rank"));
     }
   }
   for (int r = 0; r < size_; ++r) {
@@ -257,45 +270,32 @@ void MpiCommunicator::enter(const CollectiveEntry& entry) {
   }
 }
 
-// MPI does not say which rank a collective waits for. A rank stopped or dead
-// inside it stops the others alike, and each of them times out at about the
-// same moment: so each sends every peer a roll call and listens for theirs a
-// short while (a quarter of the timeout, at most a second). A peer that
-// neither calls nor answers is not there. (A peer that had finished the
-// collective and moved on is named too; then it is waiting elsewhere.)
-std::string MpiCommunicator::roll_call() {
-  const auto n = static_cast<size_t>(size_);
-  auto mine = std::make_unique<uint64_t>(stats_.collectives);  // kept while a send is in flight
-  auto theirs = std::make_unique<uint64_t[]>(n);
-  std::vector<MPI_Request> requests(2 * n, MPI_REQUEST_NULL);  // receives at [r], sends at [n + r]
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
-    const auto i = static_cast<size_t>(r);
-    MPI_Irecv(&theirs[i], 1, MPI_UINT64_T, r, kTagRollCall, handle_->comm, &requests[i]);
-    MPI_Isend(mine.get(), 1, MPI_UINT64_T, r, kTagRollCall, handle_->comm, &requests[n + i]);
-  }
-  wait_all(requests.data(), static_cast<int>(n),
-           std::clamp(timeout_ / 4, std::chrono::milliseconds(1), std::chrono::milliseconds(1000)),
-           MPI_STATUSES_IGNORE);
+// A rank timed out: in MPI's collective, where MPI does not say which rank
+// it waits for, or waiting for a peer that may itself wait for another. The
+// roll call (comm/mpi_roll_call.hpp) names the ranks of the job that stopped
+// answering, "of the job" where this communicator numbers its ranks
+// otherwise (split()). It listens a quarter of the timeout, at most a
+// second: long enough for a rank that polls, whatever it waits in, to answer.
+std::string MpiCommunicator::roll_call(const std::string& when_all_answer) {
+  const auto listen = std::clamp(timeout_ / 4, std::chrono::milliseconds(1), std::chrono::milliseconds(1000));
+  const auto silent = call_the_roll(listen);
+  if (!silent) return "";  // no channel to call on
   std::string missing;
-  bool in_flight = false;
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
-    if (!abandon(requests[static_cast<size_t>(r)], true))
-      missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    in_flight |= !abandon(requests[n + static_cast<size_t>(r)], false);
-  }
-  if (in_flight) static_cast<void>(mine.release());  // MPI may still read it (the receives are cancelled)
-  return missing;
+  for (int r : *silent) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+  if (missing.empty()) return when_all_answer.empty() ? "" : "; " + when_all_answer;
+  return fmt::format("; rank(s) {}{} stopped answering (stopped, hung or gone)", missing,
+                     handle_->like_world ? "" : " of the job");
+}
+
+void MpiCommunicator::timed_out(const std::string& message, const std::string& when_all_answer) {
+  if (interrupted_) fail(message);  // a sibling thread failed: its reason, no roll call
+  fail(message + roll_call(when_all_answer));
 }
 
 void MpiCommunicator::native_timed_out(const std::string& what) {
-  if (interrupted_) fail(what);  // a sibling thread failed: its reason, no roll call
-  const std::string missing = roll_call();
-  fail(fmt::format("{}: rank {} timed out after {} in MPI's collective, which every rank had entered; {}",
-                   what, rank_, seconds_text(timeout_),
-                   missing.empty() ? "every rank still answers (MPI itself is stuck?)"
-                                   : "rank(s) " + missing + " stopped answering (stopped, hung or gone)"));
+  timed_out(fmt::format("{}: rank {} timed out after {} in MPI's collective, which every rank had entered",
+                        what, rank_, seconds_text(timeout_)),
+            "every rank still answers (MPI itself is stuck?)");
 }
 
 void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algorithm) {
@@ -366,8 +366,8 @@ void MpiCommunicator::send(int peer, int tag, std::span<const std::byte> data) {
         tag_name(tag));
   if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE, waiting_, &interrupted_)) {
     abandon(request, false);
-    fail(fmt::format("{}: rank {} timed out after {} waiting for rank {} to receive", tag_name(tag), rank_,
-                     seconds_text(timeout_), peer));
+    timed_out(fmt::format("{}: rank {} timed out after {} waiting for rank {} to receive", tag_name(tag),
+                          rank_, seconds_text(timeout_), peer));
   }
   stats_.bytes_sent += data.size();
 }
@@ -392,8 +392,8 @@ void MpiCommunicator::sendrecv(int to, int send_tag, std::span<const std::byte> 
   if (!wait_all(requests, 2, timeout_, statuses, waiting_, &interrupted_)) {
     const bool received = abandon(requests[0], true);  // `spare` is free to go after this
     abandon(requests[1], false);
-    fail(fmt::format("{}: rank {} timed out after {} waiting for rank {}", tag_name(tag), rank_,
-                     seconds_text(timeout_), received ? to : from));
+    timed_out(fmt::format("{}: rank {} timed out after {} waiting for rank {}", tag_name(tag), rank_,
+                          seconds_text(timeout_), received ? to : from));
   }
   int received = 0;
   MPI_Get_count(&statuses[0], MPI_BYTE, &received);
@@ -430,6 +430,7 @@ std::optional<AnyMessage> MpiCommunicator::recv_any(int tag, std::chrono::millis
     if (found) break;
     if (deadline.passed()) return std::nullopt;
     if (std::chrono::steady_clock::now() < spin_until) continue;
+    answer_roll_calls();  // as wait_all does
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(nap, deadline.slice()));
     nap = std::min(2 * nap, std::chrono::microseconds(1000));
   }
@@ -441,8 +442,8 @@ std::optional<AnyMessage> MpiCommunicator::recv_any(int tag, std::chrono::millis
   // Matched already: only a sender that dies mid-transfer stops this.
   if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE, waiting_, &interrupted_)) {
     static_cast<void>(bytes.release());  // MPI may still write into it
-    fail(fmt::format("{}: rank {} timed out after {} receiving {} bytes from rank {}", tag_name(tag), rank_,
-                     seconds_text(timeout_), count, status.MPI_SOURCE));
+    timed_out(fmt::format("{}: rank {} timed out after {} receiving {} bytes from rank {}", tag_name(tag),
+                          rank_, seconds_text(timeout_), count, status.MPI_SOURCE));
   }
   stats_.bytes_received += static_cast<uint64_t>(count);
   return AnyMessage{status.MPI_SOURCE, std::move(*bytes)};

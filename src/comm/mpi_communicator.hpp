@@ -3,7 +3,10 @@
 // Native all-reduce is MPI_Allreduce (of halves: with a user-defined MPI_Op
 // that adds in fp32 and rounds back to half); the algorithms in comm/ run over
 // the point-to-point calls. Every call waits on non-blocking MPI requests with a
-// deadline, so a rank that never arrives is an error naming it, not a hang.
+// deadline, so a rank that never arrives is an error naming it, not a hang;
+// when a wait in MPI's collective or for a peer times out, a roll call
+// (comm/mpi_roll_call.hpp) names the ranks that stopped answering: the peer
+// may wait in turn for a rank that stopped.
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -43,11 +46,13 @@ class MpiRuntime {
 
 // Construction is collective: every rank constructs its communicator, in the
 // same order. Each works on its own duplicate of MPI_COMM_WORLD, so messages
-// that a failed one leaves in flight never reach a later one.
+// that a failed one leaves in flight never reach a later one. (The first one
+// a process makes also duplicates the roll call's channel.)
 //
 // On entering any collective, every rank sends every other a token (which
 // collective, how many elements, which root) and waits for all of theirs:
-// a rank that does not arrive in time is named in the error, and so is a rank
+// a rank that does not arrive in time is named in the error (with the ranks a
+// roll call finds stopped: it may wait for one of them), and so is a rank
 // that brought another size or entered another collective. After any failure
 // the communicator is unusable: later calls throw at once.
 class MpiCommunicator : public Communicator {
@@ -95,11 +100,13 @@ class MpiCommunicator : public Communicator {
   // the MPI communicator from being freed. Not collective.
   std::unique_ptr<MpiCommunicator> share() const;
 
-  // After a collective that every rank had entered timed out on this rank:
-  // the ranks that are not there any more, e.g. "2" or "0, 2" ("": every one
-  // answered). See the .cpp. Public for a transport that moves a collective's
-  // bytes elsewhere (comm/gloo_communicator.hpp).
-  std::string roll_call();
+  // After a wait timed out on this rank, what a roll call of the job finds,
+  // to follow the error: "; rank(s) 0, 2 stopped answering (stopped, hung or
+  // gone)", or "; " + `when_all_answer` when every rank answers ("" for an
+  // empty one, or when this process holds no roll calls). See the .cpp.
+  // Public for a transport that moves a collective's bytes elsewhere
+  // (comm/gloo_communicator.hpp).
+  std::string roll_call(const std::string& when_all_answer = "");
 
  private:
   struct Handle;  // the MPI_Comm and the half-sum MPI_Op, kept out of this header
@@ -112,7 +119,9 @@ class MpiCommunicator : public Communicator {
   // Rank and size from handle_->comm; for a new communicator first errors as return codes and the half-sum MPI_Op.
   void set_up(bool new_communicator);
 
-  // Fails naming the ranks the roll call misses.
+  // After a wait timed out on this rank: fails with `message` and roll_call()'s verdict.
+  [[noreturn]] void timed_out(const std::string& message, const std::string& when_all_answer = "");
+  // A native collective, which every rank had entered, timed out.
   [[noreturn]] void native_timed_out(const std::string& what);
   // Throws if an earlier call failed: its peers have given up on it.
   void check_usable(const std::string& what) const;

@@ -319,9 +319,7 @@ class GlooCommunicator : public Communicator {
   // others that failed ask at about the same moment) and names who does not.
   [[noreturn]] void gloo_failed(const std::string& what, const std::string& message) {
     if (interrupted_) fail_interrupted(what);
-    const std::string missing = control_->roll_call();
-    fail(missing.empty() ? message + "; every rank still answers"
-                         : message + "; rank(s) " + missing + " stopped answering (stopped, hung or gone)");
+    fail(message + control_->roll_call("every rank still answers"));
   }
 
   // Runs `body`, which waits on Gloo; its failure names `peer` (or whom `peer_now` says).
