@@ -15,6 +15,7 @@
 
 #include "comm/hierarchical_communicator.hpp"
 #include "comm/mpi_communicator.hpp"
+#include "comm/worker_links.hpp"
 
 namespace ptrain {
 
@@ -50,21 +51,18 @@ inline std::vector<std::string> from_every_rank(const std::string& mine) {
 }
 
 // This rank's T threads as workers rank x T + t, each on its own
-// communicator across the ranks (from `make_across`: MPI by default) and a
+// communicator across the ranks (over Gloo with `over_gloo`, else MPI) and a
 // handle on a shared MPI mesh; runs body(worker, comm) on each and returns
 // their errors ("" if none).
-inline std::vector<std::string> run_threads(
-    int threads, std::chrono::milliseconds timeout,
-    const std::function<void(int, HierarchicalCommunicator&)>& body,
-    const std::function<std::unique_ptr<Communicator>()>& make_across = {}) {
+inline std::vector<std::string> run_threads(int threads, std::chrono::milliseconds timeout,
+                                            const std::function<void(int, HierarchicalCommunicator&)>& body,
+                                            bool over_gloo = false) {
   EXPECT_TRUE(MpiRuntime::threads_multiple());
+  EXPECT_GE(threads, 2);  // one thread a rank has no thread links
   MPI_Barrier(MPI_COMM_WORLD);  // the setup below is collective, under the timeout
-  std::vector<std::unique_ptr<Communicator>> across;
-  std::vector<std::unique_ptr<MpiCommunicator>> mesh;
-  for (int t = 0; t < threads; ++t) {
-    across.push_back(make_across ? make_across() : std::make_unique<MpiCommunicator>(timeout));
-    mesh.push_back(t == 0 ? std::make_unique<MpiCommunicator>(timeout) : mesh.front()->share());
-  }
+  WorkerLinks links = make_worker_links(threads, over_gloo, timeout);
+  auto& across = links.across;
+  auto& mesh = links.mesh;
   const int rank = across.front()->rank();
   auto group = std::make_shared<LocalGroup>(threads, timeout, rank * threads);
   std::vector<std::string> errors(static_cast<size_t>(threads));

@@ -16,6 +16,7 @@
 #include "comm/hierarchical_communicator.hpp"
 #include "comm/local_group.hpp"
 #include "comm/mpi_communicator.hpp"
+#include "comm/worker_links.hpp"
 #include "core/error.hpp"
 #include "core/memory_size.hpp"
 #include "core/stopwatch.hpp"
@@ -116,16 +117,8 @@ Measurement measure_local(int ranks, size_t floats, AllreduceAlgorithm algorithm
   return combine(all);
 }
 
-// Under mpirun: with --local-workers, each thread's communicators over the
-// ranks; with --transport gloo and one worker per rank, the workers' own.
-struct RankThreads {
-  std::vector<std::unique_ptr<Communicator>> across;
-  std::vector<std::unique_ptr<MpiCommunicator>> mesh;
-  std::unique_ptr<Communicator> gloo_ranks;
-};
-
 // This rank's part: its threads' slowest time, and whether all were right.
-Measurement measure_rank_or_threads(MpiCommunicator& comm, RankThreads& threads, size_t floats,
+Measurement measure_rank_or_threads(MpiCommunicator& comm, WorkerLinks& threads, size_t floats,
                                     AllreduceAlgorithm algorithm, int iters, int warmup) {
   if (threads.across.empty())
     return measure_rank(threads.gloo_ranks ? *threads.gloo_ranks : comm, floats, algorithm, iters, warmup);
@@ -140,7 +133,7 @@ Measurement measure_rank_or_threads(MpiCommunicator& comm, RankThreads& threads,
   return combine(mine);
 }
 
-Measurement measure_mpi(MpiCommunicator& comm, RankThreads& threads, size_t floats, AllreduceAlgorithm algorithm,
+Measurement measure_mpi(MpiCommunicator& comm, WorkerLinks& threads, size_t floats, AllreduceAlgorithm algorithm,
                         int iters, int warmup) {
   const Measurement mine = measure_rank_or_threads(comm, threads, floats, algorithm, iters, warmup);
   std::vector<Measurement> all;
@@ -219,7 +212,8 @@ CLI::App* add_bench_allreduce_command(CLI::App& bench, BenchAllreduceOptions& o)
 
 int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   std::unique_ptr<MpiCommunicator> mpi;
-  RankThreads threads;
+  WorkerLinks threads;  // under mpirun: the threads' communicators, or the ranks' over Gloo
+  const bool over_gloo = o.transport == "gloo";
   if (o.local_workers < 1 || o.local_workers > 256)
     throw Error(fmt::format("--local-workers must be between 1 and 256 (got {})", o.local_workers));
   if (o.backend == "mpi") {
@@ -236,18 +230,7 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
     o.ranks = workers;
     if (o.transport != "mpi" && o.transport != "gloo")
       throw Error("--transport: unknown transport '" + o.transport + "' (choose mpi or gloo)");
-    const bool gloo = o.transport == "gloo";
-    const std::chrono::milliseconds timeout(std::chrono::seconds(60));
-    auto over_ranks = [&]() -> std::unique_ptr<Communicator> {
-      auto control = std::make_unique<MpiCommunicator>(timeout);
-      if (!gloo) return control;
-      return make_gloo_communicator(std::move(control), timeout);
-    };
-    for (int t = 0; t < o.local_workers && o.local_workers > 1; ++t) {  // collective: every rank in this order
-      threads.across.push_back(over_ranks());
-      threads.mesh.push_back(t == 0 ? std::make_unique<MpiCommunicator>() : threads.mesh.front()->share());
-    }
-    if (gloo && o.local_workers == 1) threads.gloo_ranks = over_ranks();
+    threads = make_worker_links(o.local_workers, over_gloo, std::chrono::seconds(60));
   } else if (o.backend != "local") {
     throw Error("--backend: unknown backend '" + o.backend + "' (choose local or mpi)");
   } else if (o.local_workers > 1) {
@@ -283,7 +266,7 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   // Checked before any measurement, written whole at the end (core/atomic_file.hpp).
   const bool csv = !o.csv_path.empty() && speaker;
   if (csv) check_writable(o.csv_path, "--csv");
-  const std::string backend = o.transport == "gloo" ? o.backend + "+gloo" : o.backend;  // "mpi+gloo"
+  const std::string backend = over_gloo ? o.backend + "+gloo" : o.backend;  // "mpi+gloo"
   std::string csv_text = "backend,algorithm,ranks,bytes,seconds,algbw_gbps,busbw_gbps,correct,ceiling_pct\n";
   // nccl-tests: algbw = bytes / time; busbw = algbw * 2(n-1)/n, what each link carries.
   const double bus_factor = 2.0 * (o.ranks - 1) / o.ranks;
@@ -296,8 +279,8 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
                o.iters);
     if (const MpiTransport* transport = mpi ? mpi_transport_in_use() : nullptr)
       fmt::print("transport: {}{}\n", transport->description,
-                 o.transport == "gloo" ? "; all-reduces over gloo's TCP transport on " + gloo_interface_in_use() : "");
-    if (o.transport == "gloo" && !gloo_interface_warning().empty()) fmt::print("{}\n", gloo_interface_warning());
+                 over_gloo ? "; all-reduces over gloo's TCP transport on " + gloo_interface_in_use() : "");
+    if (over_gloo && !gloo_interface_warning().empty()) fmt::print("{}\n", gloo_interface_warning());
   }
   // How close an all-reduce comes to memory speed: it reads and writes each
   // byte at least once, so 2 x bytes / time over the slowest rank's copy rate.

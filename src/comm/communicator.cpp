@@ -45,6 +45,13 @@ std::vector<std::vector<std::byte>> Communicator::allgatherv(std::span<const std
   return all;
 }
 
+void Communicator::count_allreduce_traffic(size_t bytes) {
+  const auto n = static_cast<uint64_t>(size());
+  const uint64_t moved = 2 * bytes * (n - 1) / n;
+  stats_.bytes_sent += moved;
+  stats_.bytes_received += moved;
+}
+
 std::string to_string(AllreduceAlgorithm algorithm) {
   switch (algorithm) {
     case AllreduceAlgorithm::Native:

@@ -120,6 +120,10 @@ class Communicator {
   const CommStats& stats() const { return stats_; }
 
  protected:
+  // An all-reduce of `bytes` on every worker by a backend's own algorithm,
+  // counted as a ring moves it: 2(n-1)/n of the bytes out and as many in.
+  void count_allreduce_traffic(size_t bytes);
+
   CommStats stats_;
 };
 

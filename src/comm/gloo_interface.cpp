@@ -38,9 +38,7 @@ GlooInterface choose_gloo_interface(const EnvLookup& env, const std::string& hos
       return g;
     }
   }
-  const char* world = env("OMPI_COMM_WORLD_SIZE");
-  const char* local = env("OMPI_COMM_WORLD_LOCAL_SIZE");
-  if (world && local && std::string_view(world) == local) {
+  if (rank_placement(env) == RankPlacement::OneHost) {
     g.iface = "lo";
     g.description = "loopback (every rank on this host)";
     return g;

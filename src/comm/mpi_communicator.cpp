@@ -310,10 +310,7 @@ void MpiCommunicator::allreduce(std::span<float> data, AllreduceAlgorithm algori
   // Every rank has arrived, so only a rank that died on the way stops this.
   // (A collective request cannot be cancelled; the communicator is given up.)
   if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE, Waiting::Spin, &interrupted_)) native_timed_out("allreduce");
-  const uint64_t moved =
-      2 * data.size_bytes() * static_cast<uint64_t>(size_ - 1) / static_cast<uint64_t>(size_);
-  stats_.bytes_sent += moved;
-  stats_.bytes_received += moved;
+  count_allreduce_traffic(data.size_bytes());
 }
 
 void MpiCommunicator::allreduce_half(std::span<uint16_t> data, AllreduceAlgorithm algorithm) {
@@ -328,10 +325,7 @@ void MpiCommunicator::allreduce_half(std::span<uint16_t> data, AllreduceAlgorith
                        handle_->half_sum, handle_->comm, &request),
         what);
   if (!wait_all(&request, 1, timeout_, MPI_STATUSES_IGNORE, Waiting::Spin, &interrupted_)) native_timed_out(what);
-  const uint64_t moved =
-      2 * data.size_bytes() * static_cast<uint64_t>(size_ - 1) / static_cast<uint64_t>(size_);
-  stats_.bytes_sent += moved;
-  stats_.bytes_received += moved;
+  count_allreduce_traffic(data.size_bytes());
 }
 
 void MpiCommunicator::broadcast(std::span<std::byte> data, int root) {

@@ -42,11 +42,17 @@ bool applied = false;
 
 }  // namespace
 
-MpiTransport choose_mpi_transport(const EnvLookup& env) {
-  MpiTransport t;
+RankPlacement rank_placement(const EnvLookup& env) {
   const auto world = number(env("OMPI_COMM_WORLD_SIZE"));
   const auto local = number(env("OMPI_COMM_WORLD_LOCAL_SIZE"));
-  if (!world || !local) {
+  if (!world || !local) return RankPlacement::Unknown;
+  return *world == *local ? RankPlacement::OneHost : RankPlacement::SeveralHosts;
+}
+
+MpiTransport choose_mpi_transport(const EnvLookup& env) {
+  MpiTransport t;
+  const RankPlacement placement = rank_placement(env);
+  if (placement == RankPlacement::Unknown) {
     t.description = "started without OpenMPI's mpirun: the MPI library chooses its transport";
     return t;
   }
@@ -59,7 +65,7 @@ MpiTransport choose_mpi_transport(const EnvLookup& env) {
     if (std::string_view(name) == "btl") btl = value;
     if (std::string_view(name).starts_with("btl_tcp_if_")) interfaces = fmt::format("{}={}", name, value);
   }
-  const bool one_host = *world == *local;
+  const bool one_host = placement == RankPlacement::OneHost;
   const std::string where = one_host ? "one host" : "several hosts";
   if (!users.empty()) {
     t.description = fmt::format("{}: the MPI transport you set ({})", where, users);

@@ -31,6 +31,13 @@ struct MpiTransport {
 // A variable's value, or null when unset (std::getenv's contract).
 using EnvLookup = std::function<const char*(const char*)>;
 
+// Where mpirun placed the ranks, from OpenMPI's launch variables
+// (OMPI_COMM_WORLD_SIZE and OMPI_COMM_WORLD_LOCAL_SIZE, equal exactly when
+// this host has all of them), so every rank reads the same answer; Unknown
+// when OpenMPI's mpirun did not start the process.
+enum class RankPlacement { Unknown, OneHost, SeveralHosts };
+RankPlacement rank_placement(const EnvLookup& env);
+
 // Decides from OpenMPI's launch variables (OMPI_COMM_WORLD_SIZE and
 // OMPI_COMM_WORLD_LOCAL_SIZE: all ranks on this host when equal) and the
 // user's MCA settings. Sets nothing itself.

@@ -133,8 +133,8 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
     serve_on(*world.ranks, config, data.train, factory);
   } else if (world.local_workers > 1) {
     std::vector<Communicator*> across, mesh;
-    for (auto& c : world.across) across.push_back(c.get());
-    for (auto& c : world.mesh) mesh.push_back(c.get());
+    for (auto& c : world.links.across) across.push_back(c.get());
+    for (auto& c : world.links.mesh) mesh.push_back(c.get());
     result = train_on_threads(across, mesh, config, data.train, &data.test, factory, train_callbacks);
   } else if (world.worker_ranks) {
     result = train_on(*world.worker_ranks, *world.ranks, config, data.train, &data.test, factory, train_callbacks);

@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <string_view>
 #include <span>
 #include <thread>
 
 #include "comm/gloo_communicator.hpp"
+#include "comm/mpi_transport.hpp"
 #include "core/compute_device.hpp"
 #include "core/error.hpp"
 
@@ -44,14 +44,6 @@ int host_slot(Communicator& ranks) {
     if (std::string(reinterpret_cast<const char*>(theirs.data()), theirs.size()) == mine) ++slot;
   }
   return slot;
-}
-
-// Whether mpirun started ranks on more than one host: every rank sees the
-// same answer (all ranks on one host exactly when this host has all of them).
-bool ranks_span_hosts() {
-  const char* world = std::getenv("OMPI_COMM_WORLD_SIZE");
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  return world && local && std::string_view(world) != local;
 }
 
 }  // namespace
@@ -96,7 +88,8 @@ World make_world(const RunPlan& plan) {
   if (run.transport == Transport::Gloo && !gloo_available())
     throw Error("run.transport gloo: this ptrain was built without Gloo (install libgloo-dev and build it again)");
   const bool gloo = run.transport == Transport::Gloo ||
-                    (run.transport == Transport::Auto && gloo_available() && world.servers == 0 && ranks_span_hosts());
+                    (run.transport == Transport::Auto && gloo_available() && world.servers == 0 &&
+                     rank_placement(std::getenv) == RankPlacement::SeveralHosts);
   const MpiTransport* transport = mpi_transport_in_use();
   world.transport = transport ? transport->description : "MPI initialised by the caller: its transport as MPI chose";
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
@@ -123,16 +116,7 @@ World make_world(const RunPlan& plan) {
                             "workers are the ranks{})",
                             run.workers, world.workers, world.servers > 0 ? ", less the servers" : ""));
   // Every rank makes them in the same order: each is a collective.
-  auto over_ranks = [&]() -> std::unique_ptr<Communicator> {
-    auto mpi = std::make_unique<MpiCommunicator>(timeout);
-    if (!gloo) return mpi;
-    return make_gloo_communicator(std::move(mpi), timeout);
-  };
-  for (int t = 0; t < world.local_workers && world.local_workers > 1; ++t) {
-    world.across.push_back(over_ranks());
-    world.mesh.push_back(t == 0 ? std::make_unique<MpiCommunicator>(timeout) : world.mesh.front()->share());
-  }
-  if (gloo && world.local_workers == 1) world.gloo_ranks = over_ranks();
+  world.links = make_worker_links(world.local_workers, gloo, timeout);
   if (gloo) world.transport += "; all-reduces over gloo's TCP transport on " + gloo_interface_in_use();
   if (world.servers > 0) world.worker_ranks = world.ranks->split(world.rank() < world.workers ? 0 : 1);
   if (const auto device = parse_compute_device(run.device); device && device->cuda)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/mpi_communicator.hpp"
+#include "comm/worker_links.hpp"
 #include "plan/run_plan.hpp"
 
 namespace ptrain {
@@ -22,21 +23,16 @@ struct World {
   int host_slot = 0;
   // MPI only: every rank, and the worker ranks alone (with servers).
   std::unique_ptr<MpiCommunicator> ranks, worker_ranks;
-  // MPI with run.transport gloo and one worker per rank: the workers'
-  // communicator, whose all-reduces go over Gloo (comm/gloo_communicator.hpp).
-  std::unique_ptr<Communicator> gloo_ranks;
-  // MPI with worker threads: thread t's own communicator over the ranks (over
-  // Gloo with run.transport gloo), and its handle on the one they share
-  // (comm/hierarchical_communicator.hpp).
-  std::vector<std::unique_ptr<Communicator>> across;
-  std::vector<std::unique_ptr<MpiCommunicator>> mesh;
+  // MPI: the worker threads' communicators over the ranks, or the workers'
+  // own over Gloo (comm/worker_links.hpp).
+  WorkerLinks links;
   // Where the workers' messages go: "threads of one process (no network)", or
   // the MPI transport chosen before MPI_Init (comm/mpi_transport.hpp).
   std::string transport;
 
   int rank() const { return ranks ? ranks->rank() : 0; }
   // The communicator of a run with one worker per rank and no servers.
-  Communicator& worker_group() const { return gloo_ranks ? *gloo_ranks : *ranks; }
+  Communicator& worker_group() const { return links.gloo_ranks ? *links.gloo_ranks : *ranks; }
   bool is_server() const { return ranks && rank() >= workers; }
   // The one process that prints and writes: the local process, or rank 0.
   bool reports() const { return rank() == 0; }

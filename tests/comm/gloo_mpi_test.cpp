@@ -211,7 +211,7 @@ TEST(GlooTransport, WorkerThreadsInRanksRunEveryAlgorithmOverIt) {
             }
           }
       },
-      [] { return make_gloo_communicator(std::make_unique<MpiCommunicator>(kLong), kLong); });
+      /*over_gloo=*/true);
   for (const auto& e : errors) EXPECT_EQ(e, "");
 }
 

@@ -117,15 +117,15 @@ class GlooCommunicator : public Communicator {
     // Every rank opens the device even if another rank cannot: the exchange
     // below carries the failure, so no rank waits for one that gave up.
     std::string trouble;
+    std::shared_ptr<gloo::transport::Device> device;
     std::shared_ptr<gloo::transport::Context> pairs;
     std::vector<std::byte> mine;
     try {
-      auto device = device_for_this_process();
+      device = device_for_this_process();
       pairs = device->createContext(rank_, size_);
       pairs->setTimeout(timeout_);
       for (int peer = 0; peer < size_; ++peer)
         put_blob(mine, peer == rank_ ? std::vector<char>{} : pairs->createPair(peer)->address().bytes());
-      device_ = std::move(device);
     } catch (const std::exception& e) {
       trouble = e.what();
       mine.clear();
@@ -144,7 +144,7 @@ class GlooCommunicator : public Communicator {
                                 gloo_interface_in_use(), e.what()));
       }
     }
-    context_ = std::make_shared<MeshContext>(rank_, size_, device_, std::move(pairs), timeout_);
+    context_ = std::make_shared<MeshContext>(rank_, size_, std::move(device), std::move(pairs), timeout_);
     // Every connection is up on every rank before the first message.
     control_->barrier();
   }
@@ -164,7 +164,7 @@ class GlooCommunicator : public Communicator {
     if (size_ == 1) return;
     if (algorithm != AllreduceAlgorithm::Native) return run_allreduce_algorithm(*this, data, algorithm);
     gloo_ring("allreduce", data.data(), data.size(), &sum_floats);
-    count_ring(data.size_bytes());
+    count_allreduce_traffic(data.size_bytes());
   }
 
   void allreduce_half(std::span<uint16_t> data, AllreduceAlgorithm algorithm) override {
@@ -174,7 +174,7 @@ class GlooCommunicator : public Communicator {
     if (size_ == 1) return;
     if (algorithm != AllreduceAlgorithm::Native) return run_allreduce_half_algorithm(*this, data, algorithm);
     gloo_ring(entry.name(), data.data(), data.size(), &sum_halves);
-    count_ring(data.size_bytes());
+    count_allreduce_traffic(data.size_bytes());
   }
 
   void broadcast(std::span<std::byte> data, int root) override {
@@ -341,12 +341,6 @@ class GlooCommunicator : public Communicator {
   }
   static uint64_t slot(int tag) { return static_cast<uint64_t>(static_cast<uint32_t>(tag)); }
 
-  void count_ring(size_t bytes) {
-    const uint64_t moved = 2 * bytes * static_cast<uint64_t>(size_ - 1) / static_cast<uint64_t>(size_);
-    stats_.bytes_sent += moved;
-    stats_.bytes_received += moved;
-  }
-
   void usable(const std::string& what) {
     if (interrupted_) fail_interrupted(what);
     if (!failure_.empty()) throw Error(fmt::format("{}: the gloo transport failed earlier: {}", what, failure_));
@@ -364,8 +358,7 @@ class GlooCommunicator : public Communicator {
   std::unique_ptr<MpiCommunicator> control_;
   std::chrono::milliseconds timeout_;
   int rank_ = 0, size_ = 1;
-  std::shared_ptr<gloo::transport::Device> device_;
-  std::shared_ptr<gloo::Context> context_;
+  std::shared_ptr<gloo::Context> context_;  // holds the device and the pairs
   std::string failure_;
   std::atomic<bool> interrupted_{false};
   std::mutex interrupt_mutex_;
