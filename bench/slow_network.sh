@@ -137,6 +137,7 @@ for rate in rates.split():
     print("| configuration | parameters | step ms | samples/s | vs dense ring | MiB sent per step and worker |")
     print("|---|---|---|---|---|---|")
     base = None
+    phases = []
     for c in configs:
         if c.startswith("ddp"):
             # bench/ddp_host.py's line; its bytes are the busiest host's eth0 counter, TCP/IP headers included.
@@ -149,12 +150,17 @@ for rate in rates.split():
             parameters, step_ms, samples_per_s, batch = (r["run"]["parameters"], s["mean_step_ms"], s["samples_per_s"],
                                                          r["plan"]["run"]["batch"])
             sent = max(x["bytes_sent_per_step"] for x in r["comm"]) / 2**20
+            if "step phases" in s.get("notes", {}):
+                phases.append(f"- {names[c]}: {s['notes']['step phases']}")
         if c == "dense":
             base = samples_per_s
         relative = samples_per_s / base if base else float("nan")
         rows.append((rate, c, names[c], parameters, step_ms, samples_per_s, relative, sent, link, batch))
         print(f"| {names[c]} | {parameters:,} | {step_ms:.1f} | {samples_per_s:.0f} | "
               + (f"{relative:.2f}x" if base else "") + f" | {sent:.2f}{' (eth0)' if c.startswith('ddp') else ''} |")
+    if phases:
+        print(f"\n{rate}: where worker 0's steps went (ptrain's step phases):")
+        print("\n".join(phases))
 with open(csv_path, "w") as f:
     f.write("rate,configuration,parameters,step_ms,samples_per_s,vs_dense_ring,mib_sent_per_step,probe_gbit_s\n")
     for row in rows:

@@ -125,9 +125,16 @@ void AdamOptimizer::load_state(StateReader& in) {
 
 void AdamOptimizer::step(std::span<float> params, std::span<const float> grad) {
   check_step_sizes("adam", size_, params.size(), grad.size());
-  step_with(params, grad, OptimizerState{{first_moment_.data(), second_moment_.data()}, steps_taken_});
-  ++steps_taken_;
+  step_slice(0, params, grad);
+  end_step();
 }
+
+void AdamOptimizer::step_slice(size_t offset, std::span<float> params, std::span<const float> grad) {
+  check_slice_sizes("adam", size_, offset, params.size(), grad.size());
+  step_with(params, grad, OptimizerState{{first_moment_.data() + offset, second_moment_.data() + offset}, steps_taken_});
+}
+
+void AdamOptimizer::end_step() { ++steps_taken_; }
 
 void AdamOptimizer::step_with(std::span<float> params, std::span<const float> grad,
                               const OptimizerState& state) const {

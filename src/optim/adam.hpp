@@ -20,6 +20,8 @@ class AdamOptimizer final : public Optimizer {
   AdamOptimizer(const OptimizerConfig& config, size_t size);
 
   void step(std::span<float> params, std::span<const float> grad) override;
+  void step_slice(size_t offset, std::span<float> params, std::span<const float> grad) override;
+  void end_step() override;
   size_t state_slots() const override { return 2; }
   void step_with(std::span<float> params, std::span<const float> grad, const OptimizerState& state) const override;
   size_t size() const override { return size_; }

@@ -42,6 +42,13 @@ class Optimizer {
   // params -= update(grad), with the optimizer's own state. Both spans have
   // the size given at construction.
   virtual void step(std::span<float> params, std::span<const float> grad) = 0;
+  // The same step a slice at a time, each as soon as its gradient is final
+  // (the hybrid strategy updates a bucket's parameters while later buckets
+  // are still on the wire): step_slice over disjoint slices [offset, offset +
+  // params.size()) that cover the buffer once, then end_step(). The same bits
+  // as step(): every kernel is element-wise.
+  virtual void step_slice(size_t offset, std::span<float> params, std::span<const float> grad) = 0;
+  virtual void end_step() = 0;
   // Arrays of state per parameter: 0 (sgd), 1 (momentum, nesterov: the
   // velocity), 2 (adam: the two moments).
   virtual size_t state_slots() const = 0;

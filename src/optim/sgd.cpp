@@ -121,9 +121,16 @@ void SgdOptimizer::load_state(StateReader& in) {
 
 void SgdOptimizer::step(std::span<float> params, std::span<const float> grad) {
   check_step_sizes(name(), size_, params.size(), grad.size());
-  step_with(params, grad, OptimizerState{{velocity_.data(), nullptr}, steps_taken_});
-  ++steps_taken_;
+  step_slice(0, params, grad);
+  end_step();
 }
+
+void SgdOptimizer::step_slice(size_t offset, std::span<float> params, std::span<const float> grad) {
+  check_slice_sizes(name(), size_, offset, params.size(), grad.size());
+  step_with(params, grad, OptimizerState{{velocity_.empty() ? nullptr : velocity_.data() + offset, nullptr}, steps_taken_});
+}
+
+void SgdOptimizer::end_step() { ++steps_taken_; }
 
 void SgdOptimizer::step_with(std::span<float> params, std::span<const float> grad,
                              const OptimizerState& state) const {

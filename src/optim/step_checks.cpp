@@ -18,6 +18,15 @@ void check_step_sizes(std::string_view optimizer, size_t size, size_t params_siz
   }
 }
 
+void check_slice_sizes(std::string_view optimizer, size_t size, size_t offset, size_t params_size,
+                       size_t grad_size) {
+  if (offset > size || params_size > size - offset || grad_size != params_size) {
+    throw Error(fmt::format("{} step: optimizer holds state for {} parameters but got a slice of {} "
+                            "parameters at {} and {} gradient values",
+                            optimizer, size, params_size, offset, grad_size));
+  }
+}
+
 float checked_scheduled_lr(std::string_view optimizer, float lr) {
   if (!(std::isfinite(lr) && lr >= 0.0f)) {
     throw Error(fmt::format("{}: learning rate must be finite and >= 0 (got {})", optimizer, lr));

@@ -11,6 +11,9 @@ namespace ptrain {
 
 // Throws ptrain::Error unless params and grad both hold exactly `size` values.
 void check_step_sizes(std::string_view optimizer, size_t size, size_t params_size, size_t grad_size);
+// Throws ptrain::Error unless [offset, offset + params_size) lies within the
+// optimizer's `size` values and grad holds as many as params.
+void check_slice_sizes(std::string_view optimizer, size_t size, size_t offset, size_t params_size, size_t grad_size);
 
 // Returns lr if a schedule may set it (finite and >= 0; 0 freezes the parameters,
 // as at the end of a cosine schedule); throws ptrain::Error otherwise.

@@ -71,9 +71,12 @@ void GradientReducer::segment_ready(size_t segment) {
   if (bucket != kNoBucket && --missing_[bucket] == 0) changed_.notify_all();
 }
 
-void GradientReducer::finish_step() {
+void GradientReducer::finish_step(const BucketReduced& reduced) {
   if (!overlap_ || buckets_.empty()) {
-    for (size_t b = 0; b < buckets_.size(); ++b) reduce(b);
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      reduce(b);
+      if (reduced) reduced(buckets_[b]);
+    }
     std::lock_guard lock(mutex_);
     in_step_ = false;
     return;
@@ -82,9 +85,21 @@ void GradientReducer::finish_step() {
   segment_final_.assign(segment_final_.size(), true);
   missing_.assign(missing_.size(), 0);
   changed_.notify_all();
-  changed_.wait(lock, [&] { return reduced_ == buckets_.size() || error_; });
+  for (size_t handed = 0; handed < buckets_.size();) {
+    changed_.wait(lock, [&] { return reduced_ > handed || error_; });
+    if (error_) {
+      in_step_ = false;
+      std::rethrow_exception(error_);
+    }
+    // The communication thread is done with buckets below reduced_ and never
+    // touches them again this step.
+    const size_t done = reduced_;
+    lock.unlock();
+    for (; handed < done; ++handed)
+      if (reduced) reduced(buckets_[handed]);
+    lock.lock();
+  }
   in_step_ = false;
-  if (error_) std::rethrow_exception(error_);
 }
 
 void GradientReducer::save_state(StateWriter& out) const {

@@ -13,6 +13,7 @@
 // part into the bucket, in rank order.
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -38,10 +39,14 @@ class GradientReducer {
   void begin_step(const StepInfo& info = StepInfo{});
   // From the backward pass: the gradient of layout segment `segment` is final.
   void segment_ready(size_t segment);
+  // Called for each bucket, in order, once it holds the mean gradient.
+  using BucketReduced = std::function<void(const GradientBucket& bucket)>;
   // After backward: marks what is left as final (tensors backward did not
   // reach), waits until every bucket holds the mean gradient, and rethrows a
-  // communication error.
-  void finish_step();
+  // communication error. `reduced` runs on this (the caller's) thread for
+  // each bucket as soon as it is done, while the communication thread goes on
+  // with the later ones (the optimizer updates a bucket's parameters there).
+  void finish_step(const BucketReduced& reduced = {});
 
   size_t bucket_count() const { return buckets_.size(); }
   // Whether a communication thread all-reduces buckets during backward

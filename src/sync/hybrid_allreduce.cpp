@@ -4,6 +4,8 @@
 
 #include <cstddef>
 
+#include "core/stopwatch.hpp"
+
 namespace ptrain {
 
 std::unique_ptr<StrategyGroup> HybridOptions::make_group(const StrategyConfig& config, size_t, int) const {
@@ -39,17 +41,49 @@ void HybridAllreduce::start() {
 }
 
 float HybridAllreduce::step(const Batch& batch, const StepInfo& info) {
+  Stopwatch clock;
   reducer_->begin_step(info);
   const float loss = model_.forward_backward(batch);
-  reducer_->finish_step();  // the mean gradient, in grads()
-  optimizer_->step(model_.params(), model_.grads());
+  phases_.compute += clock.seconds();
+  clock.reset();
+  // Each bucket's parameters are updated as soon as it holds the mean
+  // gradient, while the communication thread all-reduces the next ones.
+  const auto params = model_.params();
+  const auto grads = model_.grads();
+  double optimizer = 0;
+  reducer_->finish_step([&](const GradientBucket& bucket) {
+    Stopwatch updating;
+    optimizer_->step_slice(bucket.offset, params.subspan(bucket.offset, bucket.count),
+                           grads.subspan(bucket.offset, bucket.count));
+    const double seconds = updating.seconds();
+    optimizer += seconds;
+    if (overlapping_ && bucket.offset != 0) phases_.optimizer_beside_exchange += seconds;  // not the last bucket
+  });
+  optimizer_->end_step();
+  phases_.exchange += clock.seconds() - optimizer;
+  phases_.optimizer += optimizer;
+  ++phases_.steps;
   return loss;
 }
 
 std::vector<std::pair<std::string, std::string>> HybridAllreduce::notes() const {
-  return {{"all-reduce", fmt::format("{} in {} bucket(s) of at most {}, overlap with backward {}",
-                                     enum_name(options_.allreduce), reducer_->bucket_count(),
-                                     human_bytes(options_.bucket_size.bytes), overlapping_ ? "on" : "off")}};
+  std::vector<std::pair<std::string, std::string>> notes{
+      {"all-reduce", fmt::format("{} in {} bucket(s) of at most {}, overlap with backward {}",
+                                 enum_name(options_.allreduce), reducer_->bucket_count(),
+                                 human_bytes(options_.bucket_size.bytes), overlapping_ ? "on" : "off")}};
+  if (phases_.steps > 0) {
+    const double ms = 1e3 / static_cast<double>(phases_.steps);
+    const std::string beside =
+        overlapping_ ? fmt::format(" ({:.1f} ms of it beside later buckets' all-reduce)",
+                                   phases_.optimizer_beside_exchange * ms)
+                     : "";
+    notes.emplace_back("step phases",
+                       fmt::format("forward+backward {:.1f} ms, then all-reduce wait {:.1f} ms, optimizer {:.1f} "
+                                   "ms{}; mean of {} steps",
+                                   phases_.compute * ms, phases_.exchange * ms, phases_.optimizer * ms, beside,
+                                   phases_.steps));
+  }
+  return notes;
 }
 
 }  // namespace ptrain

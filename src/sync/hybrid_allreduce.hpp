@@ -63,6 +63,14 @@ class HybridAllreduce : public WorkerStrategy {
   HybridOptions options_;
   bool overlapping_ = false;
   std::unique_ptr<Optimizer> optimizer_;
+  // Where this worker's steps went (seconds, summed), for notes().
+  struct Phases {
+    double compute = 0;                    // forward and backward (buckets all-reduced beside it with overlap)
+    double exchange = 0;                   // after backward, waiting for buckets to be all-reduced
+    double optimizer = 0;                  // updating the parameters, bucket by bucket
+    double optimizer_beside_exchange = 0;  // of which while later buckets were still being all-reduced
+    uint64_t steps = 0;
+  } phases_;
   std::unique_ptr<GradientReducer> reducer_;
 };
 

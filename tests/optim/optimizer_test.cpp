@@ -228,6 +228,54 @@ TEST(OptimizerStep, EveryElementIsUpdatedAlikeWhateverItsPosition) {
   }
 }
 
+// The hybrid strategy updates a bucket at a time (step_slice on each, then
+// end_step): the same bits as one step over the whole buffer, whatever the
+// slices and their order, and the step count (Adam's bias correction) moves
+// once a step.
+TEST(OptimizerStep, SlicesCoveringTheBufferOnceGiveTheWholeStep) {
+  constexpr size_t kSize = 53;
+  const std::vector<std::pair<size_t, size_t>> slices = {{40, 13}, {17, 23}, {0, 0}, {0, 17}};  // last to first
+  for (const OptimizerKind kind : kAllKinds) {
+    OptimizerConfig config = config_for(kind, 0.01f);
+    config.weight_decay = 0.01f;
+    auto whole = make_optimizer(config, kSize);
+    auto sliced = make_optimizer(config, kSize);
+    Rng rng(11);
+    std::vector<float> params(kSize);
+    for (float& p : params) p = 2.0f * rng.uniform() - 1.0f;
+    std::vector<float> sliced_params = params;
+    std::vector<float> grad(kSize);
+    for (int step = 0; step < 12; ++step) {
+      for (size_t i = 0; i < kSize; ++i) grad[i] = params[i] + 0.5f * (rng.uniform() - 0.5f);
+      whole->step(params, grad);
+      for (const auto& [offset, count] : slices)
+        sliced->step_slice(offset, std::span<float>(sliced_params).subspan(offset, count),
+                           std::span<const float>(grad).subspan(offset, count));
+      sliced->end_step();
+    }
+    EXPECT_EQ(params, sliced_params) << to_string(kind);
+    StateWriter whole_state, sliced_state;
+    whole->save_state(whole_state);
+    sliced->save_state(sliced_state);
+    EXPECT_EQ(whole_state.bytes(), sliced_state.bytes()) << to_string(kind) << ": the state, step count included";
+  }
+}
+
+TEST(OptimizerStep, RejectsASliceOutsideTheBufferLeavingParamsAlone) {
+  for (const OptimizerKind kind : kAllKinds) {
+    auto optimizer = make_optimizer(config_for(kind, 0.1f), 4);
+    std::vector<float> params{1, 2, 3, 4};
+    const std::vector<float> grad{1, 1, 1, 1};
+    const std::string message = test::error_message(
+        [&] { optimizer->step_slice(2, std::span<float>(params).subspan(0, 3), std::span<const float>(grad).subspan(0, 3)); });
+    EXPECT_NE(message.find(to_string(kind)), std::string::npos) << message;
+    EXPECT_NE(message.find("slice of 3 parameters at 2"), std::string::npos) << message;
+    EXPECT_THROW(optimizer->step_slice(5, std::span<float>(), std::span<const float>()), Error);
+    EXPECT_THROW(optimizer->step_slice(0, std::span<float>(params).subspan(0, 2), std::span<const float>(grad)), Error);
+    EXPECT_EQ(params, (std::vector<float>{1, 2, 3, 4}));
+  }
+}
+
 // Found by fuzz/checkpoint_fuzz: the optimizer a damaged state names went
 // into the error as it was, so a newline in it split the one-line message.
 TEST(OptimizerState, RefusesAnotherKindsStateNamingItOnOneLine) {

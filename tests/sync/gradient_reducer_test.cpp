@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <thread>
@@ -54,8 +55,10 @@ float gradient_value(int rank, size_t step, size_t i) {
 // The first element of `grads` that is not the mean of the n workers'
 // gradients at `step` (exactly: small integers), or kAllRight.
 constexpr size_t kAllRight = ~size_t{0};
-size_t first_wrong_mean(std::span<const float> grads, int n, size_t step) {
-  for (size_t i = 0; i < grads.size(); ++i) {
+// Only elements [begin, end) when given.
+size_t first_wrong_mean(std::span<const float> grads, int n, size_t step, size_t begin = 0,
+                        size_t end = kAllRight) {
+  for (size_t i = begin; i < std::min(end, grads.size()); ++i) {
     float sum = 0;
     for (int r = 0; r < n; ++r) sum += gradient_value(r, step, i);
     if (grads[i] != sum * (1.0f / static_cast<float>(n))) return i;
@@ -149,6 +152,32 @@ TEST(GradientReducer, OneBucketIsReducedOnTheWorkersThreadAfterBackward) {
   auto group = std::make_shared<LocalGroup>(1);
   LocalCommunicator alone(group, 0);
   EXPECT_TRUE(GradientReducer(alone, AllreduceAlgorithm::Native, grads, layout, 300 * sizeof(float), true).overlapping());
+}
+
+// The optimizer updates each bucket's parameters from finish_step's callback:
+// every bucket is handed over once, last layers first, already holding the
+// mean, with and without the communication thread.
+TEST(GradientReducer, HandsEachBucketOverOnceInOrderHoldingTheMean) {
+  const auto layout = layout_of({5, 1, 17, 3, 40, 2});
+  const int n = 3;
+  for (bool overlap : {true, false})
+    run_workers(n, [&](Communicator& comm) {
+      std::vector<float> grads(layout.total());
+      GradientReducer reducer(comm, AllreduceAlgorithm::Ring, grads, layout, 64, overlap);
+      ASSERT_GT(reducer.bucket_count(), 2u);
+      for (size_t step = 0; step < 3; ++step) {
+        reducer.begin_step();
+        backward(layout, grads, comm.rank(), step, reducer, [&](size_t) { std::this_thread::yield(); });
+        size_t next_end = layout.total();  // buckets go from the end of the buffer to its start
+        reducer.finish_step([&](const GradientBucket& bucket) {
+          EXPECT_EQ(bucket.offset + bucket.count, next_end) << "overlap " << overlap << ", step " << step;
+          next_end = bucket.offset;
+          EXPECT_EQ(first_wrong_mean(grads, n, step, bucket.offset, bucket.offset + bucket.count), kAllRight)
+              << "bucket at " << bucket.offset << ", overlap " << overlap;
+        });
+        EXPECT_EQ(next_end, 0u) << "every bucket handed over, overlap " << overlap;
+      }
+    });
 }
 
 TEST(GradientReducer, TensorsBackwardNeverReachesAreReducedAtTheEnd) {
