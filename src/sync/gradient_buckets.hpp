@@ -20,6 +20,10 @@ struct GradientBucket {
 
 // Groups the layout's segments, from the last to the first, into buckets of at
 // most `bucket_bytes` (a single tensor larger than that is a bucket of its own).
+// A module's tensors ("3.weight" and "3.bias": the same name up to the last
+// dot) go into one bucket when they fit: backward finishes them together, so a
+// bucket that took the next module's bias would wait for that module's whole
+// backward before its all-reduce could start.
 // The plan depends only on the layout, so every worker gets the same buckets in
 // the same order. Throws ptrain::Error when bucket_bytes is 0.
 std::vector<GradientBucket> plan_gradient_buckets(const FlatLayout& layout, size_t bucket_bytes);

@@ -86,6 +86,33 @@ TEST(GradientBuckets, CoverAwkwardLayouts) {
   EXPECT_TRUE(plan_gradient_buckets(FlatLayout{}, 64).empty());
 }
 
+// An MLP's layout (weight, then bias, of each layer): a bucket ends at a
+// layer's boundary, not with the next layer's bias, which backward computes
+// only with that layer's weight gradient.
+TEST(GradientBuckets, AModulesTensorsStayTogether) {
+  FlatLayout layout;
+  for (int layer = 0; layer < 4; ++layer) {
+    layout.add(fmt::format("net.{}.weight", layer), {16, 16});  // 1 KiB
+    layout.add(fmt::format("net.{}.bias", layer), {16});
+  }
+  const auto buckets = plan_gradient_buckets(layout, 1100);  // a layer fits, a layer and a bias too
+  expect_a_cover(layout, buckets);
+  ASSERT_EQ(buckets.size(), 4u);
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    EXPECT_EQ(buckets[b].first_segment, 6 - 2 * b) << "bucket " << b;
+    EXPECT_EQ(buckets[b].last_segment, 7 - 2 * b) << "bucket " << b;
+  }
+  // A module larger than a bucket is cut at its tensors.
+  const auto small = plan_gradient_buckets(layout, 1024);
+  expect_a_cover(layout, small);
+  ASSERT_EQ(small.size(), 8u);
+  // Two layers a bucket once they fit.
+  const auto two = plan_gradient_buckets(layout, 2 * 1088);
+  expect_a_cover(layout, two);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].first_segment, 4u);
+}
+
 TEST(GradientBuckets, ZeroBytesIsAnError) { EXPECT_THROW(plan_gradient_buckets(layout_of({4}), 0), Error); }
 
 }  // namespace
