@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
 #include <thread>
 
 #include "comm/local_group.hpp"
@@ -55,6 +57,18 @@ TEST(HybridAllreduce, EveryAllreduceAlgorithmTrainsTheSameModel) {
     EXPECT_EQ(other.final_params, train(c, data, nullptr, test::softmax_factory(data)).final_params)
         << to_string(algorithm) << " is not deterministic";
   }
+}
+
+// The summary says where a worker's steps went, counting every step it took.
+TEST(HybridAllreduce, NotesSayWhereTheStepsWent) {
+  const Dataset data = make_gaussian_clusters(480, 16, 4, 5, 2.0f);
+  const auto result = train(config(2, 8, OptimizerKind::Momentum), data, nullptr, test::softmax_factory(data));
+  std::map<std::string, std::string> notes(result.notes.begin(), result.notes.end());
+  ASSERT_EQ(notes.count("step phases"), 1u);
+  EXPECT_NE(notes["step phases"].find("forward+backward "), std::string::npos) << notes["step phases"];
+  EXPECT_NE(notes["step phases"].find("optimizer "), std::string::npos) << notes["step phases"];
+  EXPECT_NE(notes["step phases"].find("mean of 20 steps"), std::string::npos) << notes["step phases"];
+  EXPECT_NE(notes["all-reduce"].find("1 bucket(s)"), std::string::npos) << notes["all-reduce"];
 }
 
 TEST(HybridAllreduce, ReplicasStartFromRankZeroAndStayIdentical) {
