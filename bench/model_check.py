@@ -3,12 +3,13 @@
 
     bench/model_check.py OUT_DIR PTRAIN "RATE ..."
 
-OUT_DIR holds the run reports (RATE-WORKERS-LABEL.json), the probes
+OUT_DIR holds the run reports (RATE-WORKERS-LABEL.json, and
+RATE-WORKERS-LABEL.K.json for the K-th repeat of a configuration), the probes
 (probe-RATE-HOSTS-ALGO.txt: ring and halving-doubling all-reduces of 4 KiB to
 16 MiB over that many hosts) and the codecs' CPU costs (codecs.csv). A run's
 step time is its steady one: worker 0's seconds from the end of step SKIP to
 its last step, over those steps (the first steps pay for connections and
-first touches of memory). The compute per sample is calibrated once for each
+first touches of memory); with repeats, the median of its runs' steady steps. The compute per sample is calibrated once for each
 worker count, on DGC at the first rate (the workers share the machine's
 cores, so it depends on how many there are; DGC's exchange is small, so the
 link's noise hardly moves what it leaves). Every other run is predicted by
@@ -25,6 +26,7 @@ import json
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -105,13 +107,18 @@ def main():
     if len(sys.argv) != 4:
         sys.exit('usage: model_check.py OUT_DIR PTRAIN "RATE ..." (the first rate is calibrated on)')
     out, ptrain, rates = sys.argv[1], sys.argv[2], sys.argv[3].split()
-    runs = []
+    repeats = {}  # (rate, workers, label): [(report, steady step s), ...]
     for name in sorted(os.listdir(out)):
-        m = re.fullmatch(r"(\w+)-(\d+)-([\w-]+)\.json", name)
+        m = re.fullmatch(r"(\w+)-(\d+)-([\w-]+)(?:\.\d+)?\.json", name)
         if m and m.group(3) in LABELS:
             report = json.load(open(os.path.join(out, name)))
-            runs.append({"rate": m.group(1), "workers": int(m.group(2)), "label": m.group(3), "report": report,
-                         "step_s": steady_step_s(report)})
+            key = (m.group(1), int(m.group(2)), m.group(3))
+            repeats.setdefault(key, []).append((report, steady_step_s(report)))
+    runs = []
+    for (rate, workers, label), done in sorted(repeats.items()):
+        steps = sorted(step for _, step in done)
+        runs.append({"rate": rate, "workers": workers, "label": label, "report": done[0][0],
+                     "step_s": statistics.median(steps), "spread": (steps[0], steps[-1]), "repeats": len(steps)})
     runs = [r for r in runs if r["rate"] in rates]
     if not runs:
         sys.exit(f"model_check.py: no run reports of {' '.join(rates)} in {out}")
@@ -165,17 +172,26 @@ def main():
         measured = run["step_s"] * 1000
         servers = run["report"]["run"]["servers"]
         name = LABELS[run["label"]][0].replace("S shards", f"{servers} shard" + ("s" if servers > 1 else ""))
-        rows.append((run["rate"], run["workers"], name, predicted, measured, predicted / measured - 1))
-    print("\n| rate | workers | configuration | predicted step ms | measured | error |")
-    print("|---|---|---|---|---|---|")
+        rows.append((run["rate"], run["workers"], name, predicted, measured, predicted / measured - 1,
+                     run["repeats"], run["spread"]))
+    most = max((r[6] for r in rows), default=1)
+    if most > 1:
+        print(f"\nmeasured: the median of each configuration's runs (up to {most}); their range beside it")
+        print("\n| rate | workers | configuration | predicted step ms | measured | error | runs: fastest to slowest |")
+        print("|---|---|---|---|---|---|---|")
+    else:
+        print("\n| rate | workers | configuration | predicted step ms | measured | error |")
+        print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.1f} | {r[4]:.1f} | {100 * r[5]:+.1f}% |")
+        spread = f" {r[6]}: {r[7][0] * 1000:.1f} to {r[7][1] * 1000:.1f} |" if most > 1 else ""
+        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.1f} | {r[4]:.1f} | {100 * r[5]:+.1f}% |{spread}")
     within = sum(abs(r[5]) <= 0.10 for r in rows)
     print(f"\nwithin 10%: {within} of {len(rows)} predictions")
     with open(os.path.join(out, "model-check.csv"), "w") as f:
-        f.write("rate,workers,configuration,predicted_step_ms,measured_step_ms,error\n")
+        f.write("rate,workers,configuration,predicted_step_ms,measured_step_ms,error,runs,fastest_ms,slowest_ms\n")
         for r in rows:
-            f.write(f'{r[0]},{r[1]},"{r[2]}",{r[3]:.3f},{r[4]:.3f},{r[5]:.4f}\n')
+            f.write(f'{r[0]},{r[1]},"{r[2]}",{r[3]:.3f},{r[4]:.3f},{r[5]:.4f},{r[6]},{r[7][0] * 1000:.3f},'
+                    f'{r[7][1] * 1000:.3f}\n')
 
     # The projection: 128 hosts x 8 threads, each thread a core (the compute of 2 workers on these 2
     # cores), a host's memory 8 times what one core copies here (read + written, from a probe's ceiling).

@@ -14,10 +14,14 @@
 # The reports, the probes and the codecs' CPU costs (ptrain bench compress)
 # land in OUT_DIR; bench/model_check.py then calibrates the compute per
 # sample on DGC at the first rate (one run for each worker count) and
-# predicts every other run.
+# predicts every other run. With REPEATS=R every configuration runs R times,
+# the repeats interleaved (every configuration once, then again), and a
+# configuration's measured step is the median of its runs, so that one run's
+# noise does not decide a row.
 #   sudo bench/model_check.sh [BUILD_DIR]
 #   (env: RATES ("1gbit 500mbit"), HIDDEN (1024,1024,1024,1024), STEPS (16), BATCH (32),
-#    OUT_DIR (BUILD_DIR/model-check), ONLY (a regular expression: run only the labels it matches))
+#    OUT_DIR (BUILD_DIR/model-check), ONLY (a regular expression: run only the labels it matches),
+#    REPEATS (1))
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
 build=$(readlink -f "${1:-build}")
@@ -27,6 +31,8 @@ steps=${STEPS:-16}
 batch=${BATCH:-32}
 out=${OUT_DIR:-$build/model-check}
 only=${ONLY:-.}
+repeats=${REPEATS:-1}
+[[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "model_check.sh: REPEATS '$repeats': expected a whole number from 1" >&2; exit 2; }
 netcluster=$(readlink -f "$here/../tools/netcluster")
 name=mcheck
 trap '"$netcluster" down --name "$name" >/dev/null 2>&1 || true' EXIT
@@ -61,21 +67,24 @@ for rate in $rates; do
         --sizes 4KiB:16MiB --iters 5 --warmup 1
     done
   done
-  for workers in 2 4; do
-    servers=$((workers / 2))
-    for config in "${configs[@]}"; do
-      IFS='|' read -r label w ranks options <<<"$config"
-      [[ "$w" == W || "$w" == "$workers" ]] || continue
-      ranks=${ranks//W+S/$((workers + servers))}
-      ranks=${ranks//W/$workers}
-      [[ "$options" == *--strategy* ]] && options="$options --servers $servers"
-      run="$rate-$workers-$label"
-      [[ "$run" =~ $only ]] || continue
-      # shellcheck disable=SC2086
-      twice "$out/$run.log" "$run" "$netcluster" run "$ranks" --name "$name" -- "$build/ptrain" train \
-        --model mlp --hidden "$hidden" --batch "$batch" --optimizer momentum --lr 0.01 --epochs 1 \
-        --max-steps "$steps" --log-every 1 --train-samples $((workers * batch * (steps + 1))) --comm-timeout 600 \
-        --transport mpi $options --report "$out/$run.json"
+  for repeat in $(seq "$repeats"); do
+    for workers in 2 4; do
+      servers=$((workers / 2))
+      for config in "${configs[@]}"; do
+        IFS='|' read -r label w ranks options <<<"$config"
+        [[ "$w" == W || "$w" == "$workers" ]] || continue
+        ranks=${ranks//W+S/$((workers + servers))}
+        ranks=${ranks//W/$workers}
+        [[ "$options" == *--strategy* ]] && options="$options --servers $servers"
+        run="$rate-$workers-$label"
+        [[ "$run" =~ $only ]] || continue
+        (( repeat > 1 )) && run="$run.$repeat"  # the first repeat's files keep the plain name
+        # shellcheck disable=SC2086
+        twice "$out/$run.log" "$run" "$netcluster" run "$ranks" --name "$name" -- "$build/ptrain" train \
+          --model mlp --hidden "$hidden" --batch "$batch" --optimizer momentum --lr 0.01 --epochs 1 \
+          --max-steps "$steps" --log-every 1 --train-samples $((workers * batch * (steps + 1))) --comm-timeout 600 \
+          --transport mpi $options --report "$out/$run.json"
+      done
     done
   done
   "$netcluster" down --name "$name" >/dev/null

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/model_check.sh in small (the step-time model against measured runs on
 # shaped hosts): one rate, a small MLP, 4 steps, the calibration runs (DGC on
-# 2 and 4 workers) and a few others. Checks that every run predicted has a
+# 2 and 4 workers) and a few others; then the table again as if each had run
+# twice (REPEATS=2: the same reports under a second repeat's names; not run
+# again, as every launch of mpirun here risks the rare one that hangs). Checks that every run predicted has a
 # row, that the CSVs are written, and that the projection to 1,024 workers as
 # 128 hosts x 8 threads is printed. Not a check of the model's accuracy (that
 # needs a quiet machine and longer runs: README "The model against measured
@@ -30,6 +32,15 @@ rows=$(grep -cE '^\| 1gbit \| [24] \| .* \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+% \
 [ "$rows" -eq 5 ] || fail "expected 5 predicted runs, found $rows"
 grep -qE "^within 10%: [0-5] of 5 predictions$" <<<"$out" || fail "no summary of the predictions"
 [ "$(wc -l < "$out_dir/model-check.csv")" -eq 6 ] || fail "model-check.csv does not hold 5 rows"
+[ "$(awk -F, 'NR > 1 { print $(NF - 2) }' "$out_dir/model-check.csv" | grep -c '^1$')" -eq 5 ] ||
+  fail "model-check.csv: not 1 run a row"
+for report in "$out_dir"/1gbit-*.json; do cp "$report" "${report%.json}.2.json"; done
+repeated=$(/usr/bin/python3 "$here/bench/model_check.py" "$out_dir" "$build/ptrain" 1gbit) || fail "model_check.py: $repeated"
+rows=$(grep -cE '^\| 1gbit \| [24] \| .* \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+% \| 2: [0-9.]+ to [0-9.]+ \|$' <<<"$repeated" || true)
+[ "$rows" -eq 5 ] || fail "with 2 runs of each: expected 5 rows with their range, found $rows"
+[ "$(awk -F, 'NR > 1 { print $(NF - 2) }' "$out_dir/model-check.csv" | grep -c '^2$')" -eq 5 ] ||
+  fail "model-check.csv: not 2 runs a row"
+REPEATS=0 bash "$here/bench/model_check.sh" "$build" >/dev/null 2>&1 && fail "REPEATS=0 was accepted"
 grep -q "^1,hierarchical,1024," "$out_dir/projection.csv" || fail "no projection to 1,024 workers"
 grep -q "local-workers 8" <<<"$out" || fail "the projection is not 128 hosts x 8 threads"
 echo "PASSED"
