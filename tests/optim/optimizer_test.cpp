@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -200,6 +202,27 @@ TEST(AdamOptimizer, FirstStepIsLrTimesSignOfGradient) {
   EXPECT_NEAR(params[2], 0.99f, 1e-6f);
 }
 
+// `steps` steps of `whole` from parameters drawn in [-1, 1), each gradient
+// the parameters plus noise; `other` takes the same gradients on its own copy
+// of the starting parameters. Returns both parameter vectors.
+struct SideBySide {
+  std::vector<float> whole, other;
+};
+SideBySide step_side_by_side(Optimizer& whole, size_t size, int steps, uint64_t seed,
+                             const std::function<void(std::span<float>, std::span<const float>)>& other) {
+  Rng rng(seed);
+  SideBySide run{std::vector<float>(size), {}};
+  for (float& p : run.whole) p = 2.0f * rng.uniform() - 1.0f;
+  run.other = run.whole;
+  std::vector<float> grad(size);
+  for (int step = 0; step < steps; ++step) {
+    for (size_t i = 0; i < size; ++i) grad[i] = run.whole[i] + 0.5f * (rng.uniform() - 0.5f);
+    whole.step(run.whole, grad);
+    other(run.other, grad);
+  }
+  return run;
+}
+
 // Each optimizer runs a vectorised body and a scalar tail (and, on hosts
 // without AVX2+FMA, a portable loop); all must compute the same bits, so a
 // buffer of n steps exactly as n buffers of one element do.
@@ -211,20 +234,10 @@ TEST(OptimizerStep, EveryElementIsUpdatedAlikeWhateverItsPosition) {
     auto whole = make_optimizer(config, kSize);
     std::vector<std::unique_ptr<Optimizer>> singles;
     for (size_t i = 0; i < kSize; ++i) singles.push_back(make_optimizer(config, 1));
-
-    Rng rng(7);
-    std::vector<float> params(kSize);
-    for (float& p : params) p = 2.0f * rng.uniform() - 1.0f;
-    std::vector<float> single_params = params;
-    std::vector<float> grad(kSize);
-    for (int step = 0; step < 20; ++step) {
-      for (size_t i = 0; i < kSize; ++i) grad[i] = params[i] + 0.5f * (rng.uniform() - 0.5f);
-      whole->step(params, grad);
-      for (size_t i = 0; i < kSize; ++i) {
-        singles[i]->step(std::span<float>(&single_params[i], 1), std::span<const float>(&grad[i], 1));
-      }
-    }
-    EXPECT_EQ(params, single_params) << to_string(kind);
+    const auto run = step_side_by_side(*whole, kSize, 20, 7, [&](std::span<float> params, std::span<const float> grad) {
+      for (size_t i = 0; i < kSize; ++i) singles[i]->step(params.subspan(i, 1), grad.subspan(i, 1));
+    });
+    EXPECT_EQ(run.whole, run.other) << to_string(kind);
   }
 }
 
@@ -240,20 +253,12 @@ TEST(OptimizerStep, SlicesCoveringTheBufferOnceGiveTheWholeStep) {
     config.weight_decay = 0.01f;
     auto whole = make_optimizer(config, kSize);
     auto sliced = make_optimizer(config, kSize);
-    Rng rng(11);
-    std::vector<float> params(kSize);
-    for (float& p : params) p = 2.0f * rng.uniform() - 1.0f;
-    std::vector<float> sliced_params = params;
-    std::vector<float> grad(kSize);
-    for (int step = 0; step < 12; ++step) {
-      for (size_t i = 0; i < kSize; ++i) grad[i] = params[i] + 0.5f * (rng.uniform() - 0.5f);
-      whole->step(params, grad);
+    const auto run = step_side_by_side(*whole, kSize, 12, 11, [&](std::span<float> params, std::span<const float> grad) {
       for (const auto& [offset, count] : slices)
-        sliced->step_slice(offset, std::span<float>(sliced_params).subspan(offset, count),
-                           std::span<const float>(grad).subspan(offset, count));
+        sliced->step_slice(offset, params.subspan(offset, count), grad.subspan(offset, count));
       sliced->end_step();
-    }
-    EXPECT_EQ(params, sliced_params) << to_string(kind);
+    });
+    EXPECT_EQ(run.whole, run.other) << to_string(kind);
     StateWriter whole_state, sliced_state;
     whole->save_state(whole_state);
     sliced->save_state(sliced_state);
