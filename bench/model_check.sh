@@ -38,7 +38,7 @@ name=mcheck
 trap '"$netcluster" down --name "$name" >/dev/null 2>&1 || true' EXIT
 # Two ranks of one namespace would both be bound to core 0 (every namespace sees the same cores).
 export OMPI_MCA_hwloc_base_binding_policy=none
-run_limit=${RUN_LIMIT:-120}  # every run takes under a minute here; a launch that hangs is retried
+run_limit=${RUN_LIMIT:-120}  # every run takes under a minute here; one that fails is run once more
 source "$here/netcluster_twice.sh"  # twice LOG LABEL COMMAND...
 mkdir -p "$out"
 rm -f "$out"/*.json "$out"/*.txt "$out"/*.log

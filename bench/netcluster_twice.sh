@@ -1,8 +1,9 @@
 # Sourced by the benches that run on tools/netcluster's shaped hosts.
 # `twice LOG LABEL COMMAND...`: COMMAND under $run_limit seconds, its output in
 # LOG; if it fails, its leftovers (MPI daemons in the hosts of $netcluster) are
-# killed and it runs once more before the bench gives up: now and then mpirun
-# waits for ever for a daemon that never reports.
+# killed and it runs once more before the bench gives up, so that one failed
+# launch does not cost a long bench. (The launch hang that made this necessary,
+# two hosts' daemons colliding on one machine, is fixed in tools/netcluster.)
 twice() {
   local log=$1 label=$2 attempt
   shift 2

@@ -42,9 +42,8 @@ trap '"$netcluster" down --name "$name" >/dev/null 2>&1 || true; rm -rf "$runs"'
 csv="$build/bench-slow-network.csv"
 model_csv="$build/bench-slow-network-model.csv"
 codecs_csv="$build/bench-slow-network-codecs.csv"
-# Every run gets this long (they take under 2 minutes here). Now and then (2 launches in about
-# 40 here) mpirun waits for ever for a daemon that never reports from its host; such a run is
-# killed at the limit and run once more.
+# Every run gets this long (they take under 2 minutes here); a run that fails or
+# passes the limit is run once more (bench/netcluster_twice.sh).
 run_limit=${RUN_LIMIT:-300}
 
 # The codecs' CPU time per value near this model's size, on one core, before any host is up.
