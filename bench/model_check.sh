@@ -21,7 +21,8 @@
 #   sudo bench/model_check.sh [BUILD_DIR]
 #   (env: RATES ("1gbit 500mbit"), HIDDEN (1024,1024,1024,1024), STEPS (16), BATCH (32),
 #    OUT_DIR (BUILD_DIR/model-check), ONLY (a regular expression: run only the labels it matches),
-#    REPEATS (1))
+#    REPEATS (1), TRANSPORT (gloo: what carries the all-reduces, probes and training alike; mpi:
+#    OpenMPI's TCP transport))
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
 build=$(readlink -f "${1:-build}")
@@ -33,6 +34,14 @@ out=${OUT_DIR:-$build/model-check}
 only=${ONLY:-.}
 repeats=${REPEATS:-1}
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "model_check.sh: REPEATS '$repeats': expected a whole number from 1" >&2; exit 2; }
+# Training across hosts takes Gloo's transport by default (--transport auto) for the all-reduce
+# strategies and MPI for the parameter servers; the probes measure the transport the runs use.
+transport=${TRANSPORT:-gloo}
+case "$transport" in
+  gloo) train_transport=auto ;;
+  mpi) train_transport=mpi ;;
+  *) echo "model_check.sh: TRANSPORT '$transport': expected gloo or mpi" >&2; exit 2 ;;
+esac
 netcluster=$(readlink -f "$here/../tools/netcluster")
 name=mcheck
 trap '"$netcluster" down --name "$name" >/dev/null 2>&1 || true' EXIT
@@ -64,7 +73,7 @@ for rate in $rates; do
     for algo in ring hd; do
       twice "$out/probe-$rate-$hosts-$algo.txt" "the $hosts-host $algo probe at $rate" \
         "$netcluster" run "$hosts" --name "$name" -- "$build/ptrain" bench allreduce --algo "$algo" \
-        --sizes 4KiB:16MiB --iters 5 --warmup 1
+        --transport "$transport" --sizes 4KiB:16MiB --iters 20 --warmup 3
     done
   done
   for repeat in $(seq "$repeats"); do
@@ -83,7 +92,7 @@ for rate in $rates; do
         twice "$out/$run.log" "$run" "$netcluster" run "$ranks" --name "$name" -- "$build/ptrain" train \
           --model mlp --hidden "$hidden" --batch "$batch" --optimizer momentum --lr 0.01 --epochs 1 \
           --max-steps "$steps" --log-every 1 --train-samples $((workers * batch * (steps + 1))) --comm-timeout 600 \
-          --transport mpi $options --report "$out/$run.json"
+          --transport "$train_transport" $options --report "$out/$run.json"
       done
     done
   done
