@@ -8,17 +8,18 @@ RATE-WORKERS-LABEL.K.json for the K-th repeat of a configuration), the probes
 (probe-RATE-HOSTS-ALGO.txt: ring and halving-doubling all-reduces of 4 KiB to
 16 MiB over that many hosts) and the codecs' CPU costs (codecs.csv). A run's
 step time is its steady one: worker 0's seconds from the end of step SKIP to
-its last step, over those steps (the first steps pay for connections and
-first touches of memory); with repeats, the median of its runs' steady steps. The compute per sample is calibrated once for each
-worker count, on DGC at the first rate (the workers share the machine's
-cores, so it depends on how many there are; DGC's exchange is small, so the
-link's noise hardly moves what it leaves). Every other run is predicted by
-`ptrain simulate`: a collective with the bandwidth its own pattern and host
-count reached in the probe at the size nearest the gradient's, and the
-latency of the quickest small all-reduce; the parameter servers with the
-link's rate (a shard serves one request at a time, a single stream that
-fills the link). Prints the table, writes OUT_DIR/model-check.csv, then
-projects to 1,024 workers as 128 hosts x 8 threads (OUT_DIR/projection.csv).
+its last step, over those steps (the first steps pay for connections and first
+touches of memory); with repeats, the median of its runs' steady steps. The
+compute per sample is calibrated once for each worker count, on DGC at the
+first rate (the workers share the machine's cores, so it depends on how many
+there are; DGC's exchange is small, so the link's noise hardly moves what it
+leaves). Every other run is predicted by `ptrain simulate`: a collective with
+the bandwidth its own pattern and host count reached in the probe at the size
+nearest the gradient's, and the latency of the quickest small all-reduce; the
+parameter servers with the link's rate (a shard serves one request at a time,
+a single stream that fills the link). Prints the table, writes
+OUT_DIR/model-check.csv, then projects to 1,024 workers as 128 hosts x 8
+threads (OUT_DIR/projection.csv).
 """
 import csv
 import functools
@@ -177,11 +178,9 @@ def main():
     most = max((r[6] for r in rows), default=1)
     if most > 1:
         print(f"\nmeasured: the median of each configuration's runs (up to {most}); their range beside it")
-        print("\n| rate | workers | configuration | predicted step ms | measured | error | runs: fastest to slowest |")
-        print("|---|---|---|---|---|---|---|")
-    else:
-        print("\n| rate | workers | configuration | predicted step ms | measured | error |")
-        print("|---|---|---|---|---|---|")
+    runs_column = (" runs: fastest to slowest |", "---|") if most > 1 else ("", "")
+    print(f"\n| rate | workers | configuration | predicted step ms | measured | error |{runs_column[0]}")
+    print(f"|---|---|---|---|---|---|{runs_column[1]}")
     for r in rows:
         spread = f" {r[6]}: {r[7][0] * 1000:.1f} to {r[7][1] * 1000:.1f} |" if most > 1 else ""
         print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.1f} | {r[4]:.1f} | {100 * r[5]:+.1f}% |{spread}")

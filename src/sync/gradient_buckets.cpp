@@ -19,15 +19,14 @@ class BucketFiller {
  public:
   BucketFiller(const FlatLayout& layout, size_t bucket_bytes) : layout_(layout), bucket_bytes_(bucket_bytes) {}
 
-  // Whether segments [first, last] fit into the open bucket.
-  bool fits(size_t first, size_t last) const {
-    return open_ && (buckets_.back().count + elements(first, last)) * sizeof(float) <= bucket_bytes_;
+  // Whether `count` more elements fit into the open bucket.
+  bool fits(size_t count) const {
+    return open_ && (buckets_.back().count + count) * sizeof(float) <= bucket_bytes_;
   }
-  size_t bytes(size_t first, size_t last) const { return elements(first, last) * sizeof(float); }
-  // Segments [first, last] (just below what the plan holds) into the open
-  // bucket, or into a new one. Empty tensors ride along with their neighbour.
-  void add(size_t first, size_t last, bool new_bucket) {
-    const size_t count = elements(first, last);
+  // Segments [first, last] (just below what the plan holds, `count` elements)
+  // into the open bucket, or into a new one. Empty tensors ride along with
+  // their neighbour.
+  void add(size_t first, size_t last, size_t count, bool new_bucket) {
     if (count == 0 && !open_) return;  // at the very end of the layout: take() gives them to the first bucket
     if (count > 0 && (new_bucket || !open_)) {
       buckets_.push_back({layout_.segments()[first].offset, count, first, last});
@@ -46,12 +45,6 @@ class BucketFiller {
   }
 
  private:
-  size_t elements(size_t first, size_t last) const {
-    size_t n = 0;
-    for (size_t s = first; s <= last; ++s) n += layout_.segments()[s].numel;
-    return n;
-  }
-
   const FlatLayout& layout_;
   const size_t bucket_bytes_;
   std::vector<GradientBucket> buckets_;
@@ -67,14 +60,17 @@ std::vector<GradientBucket> plan_gradient_buckets(const FlatLayout& layout, size
   for (size_t last = segments.size(); last-- > 0;) {
     // The module's tensors, [first, last]: backward finishes them together.
     size_t first = last;
-    while (first > 0 && module_of(segments[first - 1].name) == module_of(segments[last].name)) --first;
-    if (filler.fits(first, last)) {
-      filler.add(first, last, false);
-    } else if (filler.bytes(first, last) <= bucket_bytes) {
-      filler.add(first, last, true);
+    size_t count = segments[last].numel;
+    while (first > 0 && module_of(segments[first - 1].name) == module_of(segments[last].name))
+      count += segments[--first].numel;
+    if (filler.fits(count)) {
+      filler.add(first, last, count, false);
+    } else if (count * sizeof(float) <= bucket_bytes) {
+      filler.add(first, last, count, true);
     } else {
       // A module larger than a bucket: its tensors one by one, each a bucket of its own when it must.
-      for (size_t s = last + 1; s-- > first;) filler.add(s, s, !filler.fits(s, s));
+      for (size_t s = last + 1; s-- > first;)
+        filler.add(s, s, segments[s].numel, !filler.fits(segments[s].numel));
     }
     last = first;  // the loop goes on below it
   }

@@ -34,7 +34,9 @@ struct HybridOptions {
           "MPI rank in shared memory, then a ring between the ranks, each thread its slice; on threads alone the "
           "shared-memory sum)",
           Range{});
-    visit("bucket_size", s.bucket_size, "gradients are all-reduced in buckets of at most this size, last layers first, a layer's tensors together",
+    visit("bucket_size", s.bucket_size,
+          "gradients are all-reduced in buckets of at most this size, last layers first, a layer's tensors "
+          "together",
           Range{});
     visit("overlap", s.overlap, "start each bucket's all-reduce while backward still runs (LibTorch models)",
           Range{});

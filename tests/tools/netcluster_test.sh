@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tools/netcluster end to end: up 3 shaped hosts, status, MPI across them (one
-# rank in each namespace, 20 launches back to back, an all-reduce checked for its sum, a short training
-# run that names its transport: TCP on the cluster's interface, the all-reduces
-# over Gloo's by default; an all-reduce and training with worker threads over
-# Gloo's transport named), down, and a
+# rank in each namespace, 20 launches back to back, an all-reduce checked for
+# its sum, a short training run that names its transport: TCP on the cluster's
+# interface, the all-reduces over Gloo's by default; an all-reduce and
+# training with worker threads over Gloo's transport named), down, and a
 # failed up that leaves nothing behind. Skipped (CTest exit 77, with the
 # reason) where there is no root or no network namespaces.
 #   tests/tools/netcluster_test.sh PTRAIN_EXECUTABLE
