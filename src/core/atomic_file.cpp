@@ -47,7 +47,7 @@ void write_all(int fd, std::span<const std::byte> bytes, const std::string& labe
   }
 }
 
-// check_output_path but for the probe: what the file's own mkstemp tells anyway.
+// check_output_path but for the probe: what creating the file itself tells anyway.
 void check_target(const std::string& path, const std::string& label) {
   if (path.empty()) throw Error(label + ": empty path");
   struct stat st {};
@@ -72,10 +72,10 @@ void check_output_path(const std::string& path, const std::string& label) {
   // Whether a file can be made there, by making one: access() says yes to
   // root in /proc or on a read-only bind mount, and the run's result was
   // lost at its end.
-  std::string probe = (std::filesystem::path(dir) / ".ptrain-probe.XXXXXX").string();
-  const int fd = ::mkstemp(probe.data());
+  std::string probe;
+  TemporaryFileGuard guard;
+  const int fd = guard.create((std::filesystem::path(dir) / ".ptrain-probe.").string(), probe);
   if (fd < 0) throw Error(label + ": cannot create a file in " + dir + " (" + why() + ")");
-  TemporaryFileGuard guard(probe);
   ::close(fd);
   ::unlink(probe.c_str());
 }
@@ -97,16 +97,16 @@ void write_file_atomically(const std::string& path, std::span<const std::span<co
   check_target(path, label);
   const std::string dir = directory_of(path);
   std::string name = ".";  // hidden, and never a name ptrain writes on purpose
-  name.append(std::filesystem::path(path).filename().string()).append(".XXXXXX");
-  std::string tmp = (std::filesystem::path(dir) / name).string();
+  name.append(std::filesystem::path(path).filename().string()).append(".");
+  std::string tmp;
+  TemporaryFileGuard guard;  // a SIGINT or SIGTERM at any moment removes the file
   Fd file;
-  file.fd = ::mkstemp(tmp.data());
+  file.fd = guard.create((std::filesystem::path(dir) / name).string(), tmp);
   if (file.fd < 0) write_failed(label, "cannot create a temporary file in " + dir);
-  TemporaryFileGuard guard(tmp);  // a SIGINT or SIGTERM from here on removes it
   try {
     for (const auto piece : pieces) write_all(file.fd, piece, label);
     if (flush != Flush::none && ::fsync(file.fd) != 0) write_failed(label, "cannot flush to disk");
-    // mkstemp makes 0600; a result file is as readable as any other the user writes.
+    // Made 0600; a result file is as readable as any other the user writes.
     const mode_t mask = ::umask(0);
     ::umask(mask);
     ::fchmod(file.fd, 0666 & ~mask);

@@ -1,6 +1,6 @@
 #pragma once
 // Files that are complete or absent: written to a fresh temporary file in the
-// same directory (mkstemp: an unpredictable name, created with O_EXCL, so no
+// same directory (an unpredictable name, created with O_EXCL, so no
 // symlink or other file is followed or reused), flushed to disk, renamed over
 // the target and the directory flushed too. A crash at any moment leaves the
 // old file or the new one, never half of either; a SIGINT or SIGTERM leaves

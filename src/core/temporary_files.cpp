@@ -1,12 +1,15 @@
 #include "core/temporary_files.hpp"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <random>
 
 namespace ptrain {
 
@@ -63,7 +66,8 @@ void remove_temporary_files_on_signals(bool announce) {
   });
 }
 
-TemporaryFileGuard::TemporaryFileGuard(const std::string& path) {
+void TemporaryFileGuard::hold(const std::string& path) {
+  release();
   if (path.size() >= PATH_MAX) return;
   for (int i = 0; i < kSlots; ++i) {
     int expected = kFree;
@@ -76,6 +80,27 @@ TemporaryFileGuard::TemporaryFileGuard(const std::string& path) {
   // A handler that scanned the table before this file was in it has set
   // `dying` first (both sequentially consistent): then this one goes itself.
   if (dying.load()) ::unlink(path.c_str());
+}
+
+int TemporaryFileGuard::create(const std::string& prefix, std::string& path) {
+  static constexpr char kLetters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    path = prefix;
+    for (int i = 0; i < 6; ++i) path += kLetters[random() % (sizeof kLetters - 1)];
+    hold(path);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      // A handler that ran between hold() and open() removed nothing yet.
+      if (dying.load()) ::unlink(path.c_str());
+      return fd;
+    }
+    if (errno != EEXIST) break;
+  }
+  const int code = errno;
+  release();
+  errno = code;
+  return -1;
 }
 
 void TemporaryFileGuard::release() {

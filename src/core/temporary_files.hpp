@@ -23,13 +23,24 @@ void remove_temporary_files_on_signals(bool announce = true);
 // file created while a signal's handler runs removes itself at once.
 class TemporaryFileGuard {
  public:
-  explicit TemporaryFileGuard(const std::string& path);
+  TemporaryFileGuard() = default;
+  explicit TemporaryFileGuard(const std::string& path) { hold(path); }
   ~TemporaryFileGuard() { release(); }
   TemporaryFileGuard(const TemporaryFileGuard&) = delete;
   TemporaryFileGuard& operator=(const TemporaryFileGuard&) = delete;
   void release();
 
+  // Creates a new, empty file named `prefix` and 6 random letters or digits
+  // (O_EXCL, mode 0600, close-on-exec; another name while one is taken), and
+  // holds it from before it exists, so that a signal at any moment leaves no
+  // file behind (made first and registered after, it stayed when the signal
+  // came in between). Returns its descriptor and sets `path`; -1 with errno
+  // set when it cannot be made.
+  int create(const std::string& prefix, std::string& path);
+
  private:
+  void hold(const std::string& path);
+
   int slot_ = -1;  // -1: not in the table (full, or the path too long)
 };
 

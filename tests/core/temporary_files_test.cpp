@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 
 #include "core/atomic_file.hpp"
@@ -53,6 +54,62 @@ TEST(TemporaryFiles, ASignalRemovesThemAndEndsTheProcessByIt) {
     EXPECT_EQ(WTERMSIG(status), sig);
     EXPECT_FALSE(fs::exists(tmp));
   }
+}
+
+// A guard that creates its file holds it from before it exists: a new, empty
+// file of mode 0600 under the prefix, another name for the next one, and none
+// (nothing held either) where it cannot be made.
+TEST(TemporaryFiles, AGuardCreatesANewFileItHolds) {
+  test::ScratchDir dir;
+  const int before = registered_temporary_files();
+  const std::string prefix = dir.file(".out.");
+  std::string first, second;
+  TemporaryFileGuard a, b;
+  const int fa = a.create(prefix, first);
+  const int fb = b.create(prefix, second);
+  ASSERT_GE(fa, 0);
+  ASSERT_GE(fb, 0);
+  ::close(fa);
+  ::close(fb);
+  EXPECT_EQ(registered_temporary_files(), before + 2);
+  EXPECT_NE(first, second);
+  for (const auto& path : {first, second}) {
+    EXPECT_EQ(path.size(), prefix.size() + 6) << path;
+    EXPECT_EQ(path.rfind(prefix, 0), 0u) << path;
+    EXPECT_EQ(fs::file_size(path), 0u) << path;
+    EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write)
+        << path;
+  }
+  a.release();
+  b.release();
+  EXPECT_EQ(registered_temporary_files(), before);
+
+  std::string nowhere;
+  TemporaryFileGuard c;
+  EXPECT_EQ(c.create(dir.file("no-such-dir/.out."), nowhere), -1);
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_EQ(registered_temporary_files(), before);
+}
+
+// The file a guard created is removed by a signal like any other it holds.
+TEST(TemporaryFiles, ASignalRemovesAFileTheGuardCreated) {
+  test::ScratchDir dir;
+  const std::string prefix = dir.file(".report.json.");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    remove_temporary_files_on_signals(false);
+    std::string path;
+    TemporaryFileGuard guard;
+    if (guard.create(prefix, path) < 0) ::_exit(3);
+    ::raise(SIGTERM);
+    ::_exit(0);  // not reached: the signal ends the process
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "a temporary file was left";
 }
 
 }  // namespace
