@@ -2,7 +2,8 @@
 # The installed package as an outside project sees it: `cmake --install` the
 # build tree into a temporary prefix, then configure, build and run
 # examples/softmax_run against that prefix alone, with find_package(ptrain)
-# and again with pkg-config, then examples/residual_cnn.
+# from a project that declares C++ alone (and again with C too), and with
+# pkg-config, then examples/residual_cnn.
 #   installed_package_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -23,6 +24,15 @@ if grep -q "$source/src" "$scratch/example-build/compile_commands.json" 2>/dev/n
   exit 1
 fi
 "$scratch/example-build/softmax_run"
+# The examples declare C++ alone; a project that enables C as well finds
+# MPI's C component instead, and builds the same.
+cp -r "$source/examples/softmax_run" "$scratch/example-c"
+sed -i 's/LANGUAGES CXX)/LANGUAGES C CXX)/' "$scratch/example-c/CMakeLists.txt"
+grep -q "LANGUAGES C CXX)" "$scratch/example-c/CMakeLists.txt"
+cmake -S "$scratch/example-c" -B "$scratch/example-c-build" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
+cmake --build "$scratch/example-c-build" -j2 >/dev/null
+"$scratch/example-c-build/softmax_run" >/dev/null
 # And through pkg-config, without CMake.
 export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig"
 g++ -std=c++20 -O1 "$scratch/example/softmax_run.cpp" $(pkg-config --cflags --libs --static ptrain) \
