@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/dataset.hpp"
 #include "core/flat_layout.hpp"
@@ -63,6 +64,10 @@ class Model {
 
   // Loss and accuracy over a whole data set, without touching grads().
   virtual Metrics evaluate(const Dataset& data) = 0;
+  // The shape of the model's output for `batch` (a forward pass, no
+  // gradient), to check a model from elsewhere against the data before
+  // training; empty for a model built to the data's shape, which cannot differ.
+  virtual std::vector<int64_t> output_shape(const Batch& /*batch*/) { return {}; }
 
   // Called during forward_backward() as soon as the gradient of layout segment
   // `segment` is final, so its communication can start while backward goes on.

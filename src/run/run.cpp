@@ -12,6 +12,7 @@
 #include "model/device_support.hpp"
 #include "model/model_registry.hpp"
 #include "run/memory_check.hpp"
+#include "run/model_fit.hpp"
 #include "run/resume.hpp"
 #include "run/save_model.hpp"
 #include "run/shared_memory_run.hpp"
@@ -111,6 +112,10 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
     auto probe = factory(kLayoutOnly);
     start.model = probe->name();
     start.parameters = probe->params().size();
+    // Before any worker starts, so that a model that does not fit is bad input (exit 2), not a failed run.
+    const auto* file = std::get_if<TorchScriptOptions>(&plan.model);
+    check_model_fits(*probe, data.train,
+                     inputs.model ? probe->name() + " (the caller's)" : file ? file->path : probe->name());
   }
   start.train_samples = data.train.size();
   start.test_samples = data.test.size();

@@ -69,3 +69,41 @@ TEST(PtrainTorchScriptCli, ABadPathIsAOneLineError) {
 
 }  // namespace
 }  // namespace ptrain
+
+namespace ptrain {
+namespace {
+
+// A model that does not fit the data is bad input, refused before training
+// with exit 2, naming the file, the shapes and the classes (it failed at the
+// first step with 75, "resume from a checkpoint", and LibTorch's words only).
+TEST(PtrainTorchScriptCli, AModelThatDoesNotFitTheDataIsRefusedBeforeTraining) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 cannot import torch (Debian: python3-torch)";
+  test::ScratchDir dir;
+  std::ofstream(dir.file("make.py")) << R"(
+import sys
+import torch
+from torch import nn
+torch.jit.script(nn.Sequential(nn.Flatten(), nn.Linear(784, 7))).save(sys.argv[1])
+torch.jit.script(nn.Sequential(nn.Flatten(), nn.Linear(100, 10))).save(sys.argv[2])
+)";
+  const std::string seven = dir.file("seven.pt"), narrow = dir.file("narrow.pt");
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + dir.file("make.py") + " " + seven + " " + narrow).c_str()), 0);
+  const Outcome outputs = run_ptrain("train --model " + seven + " --workers 2 --train-samples 256 --epochs 1 --quiet");
+  EXPECT_EQ(outputs.exit_code, 2) << outputs.err;
+  EXPECT_EQ(test::lines(outputs.err), 1u) << outputs.err;
+  EXPECT_NE(outputs.err.find("model " + seven + " does not fit the data (samples of shape [1, 28, 28] and 10 "
+                                                "classes): its output for 2 samples has shape [2, 7], not [2, 10]"),
+            std::string::npos)
+      << outputs.err;
+  const Outcome inputs = run_ptrain("train --model " + narrow + " --workers 2 --train-samples 256 --epochs 1 --quiet");
+  EXPECT_EQ(inputs.exit_code, 2) << inputs.err;
+  EXPECT_EQ(test::lines(inputs.err), 1u) << inputs.err;
+  EXPECT_NE(inputs.err.find("model " + narrow + " does not fit the data (samples of shape [1, 28, 28]"),
+            std::string::npos)
+      << inputs.err;
+}
+
+}  // namespace
+}  // namespace ptrain

@@ -242,6 +242,21 @@ float FlatModule::forward_backward(const Batch& batch) {
   }
 }
 
+std::vector<int64_t> FlatModule::output_shape(const Batch& batch) {
+  try {
+    torch::NoGradGuard no_grad;
+    EvaluationMode evaluating(set_training_);  // no BatchNorm statistics from a look at the shapes
+    std::optional<c10::StreamGuard> on_stream;
+    if (stream_) on_stream.emplace(*stream_);
+    parameters_to_device();
+    auto x = on_device(input_tensor(batch.features.data(), batch.size(), batch.sample_shape, task_of(batch.label_shape)));
+    const auto sizes = forward_(x).sizes();
+    return {sizes.begin(), sizes.end()};
+  } catch (...) {
+    rethrow_as_one_line(name_);
+  }
+}
+
 Metrics FlatModule::evaluate(const Dataset& data) {
   torch::NoGradGuard no_grad;
   EvaluationMode eval(set_training_);

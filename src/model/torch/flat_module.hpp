@@ -76,6 +76,7 @@ class FlatModule : public Model {
   std::span<float> grads() override { return {host_grads_.data_ptr<float>(), layout_.total()}; }
   float forward_backward(const Batch& batch) override;
   Metrics evaluate(const Dataset& data) override;
+  std::vector<int64_t> output_shape(const Batch& batch) override;
   // Staged on a device, a gradient is on the host only once the whole
   // backward pass is done: no hook (false), every gradient final at the end.
   bool set_gradient_ready_hook(GradientReadyHook hook) override;
