@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -27,10 +28,14 @@ RunResult run_in_a_world(const RunPlan& plan, const RunCallbacks& callbacks) {
   return run(plan, world, callbacks);
 }
 
+bool absent(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
+}
+
 // Opens the CSV, or creates it holding the header.
 AppendFile open_csv(const std::string& path, const std::string& label) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return AppendFile::create(path, kSweepCsvHeader, label);
+  if (absent(path)) return AppendFile::create(path, kSweepCsvHeader, label);
   return AppendFile::open_existing(path, label);
 }
 
@@ -50,6 +55,7 @@ SweepResult run_sweep(const std::vector<SweepRun>& runs, const std::string& path
     if (!index_of.emplace(std::pair(runs[i].cell, runs[i].repetition), i).second)
       throw Error(fmt::format("sweep: {} is in the grid twice", describe(runs[i].cell, runs[i].repetition)));
 
+  const bool created = absent(path);
   AppendFile csv = open_csv(path, label);
   SweepCsvContents contents = parse_sweep_csv(csv.read_all(), label);
   if (contents.torn) {
@@ -103,12 +109,17 @@ SweepResult run_sweep(const std::vector<SweepRun>& runs, const std::string& path
     try {
       line = sweep_csv_line(run, runner(run.plan, run_callbacks));
     } catch (const std::exception& e) {
-      if (!training) throw Error(fmt::format("sweep: {}: {}", describe(run.cell, run.repetition), e.what()));
+      if (!training) {
+        // Bad input (the data, the model): a sweep refused before its first row leaves no file of its own.
+        if (created && done == 0) ::unlink(path.c_str());
+        throw Error(fmt::format("sweep: {}: {}", describe(run.cell, run.repetition), e.what()));
+      }
       line = sweep_csv_crash_line(run, e.what());
     }
     csv.append(line);
     rows[i] = parse_sweep_csv_line(line.substr(0, line.size() - 1), label);
-    if (callbacks.on_run_end) callbacks.on_run_end(++done, to_run, *rows[i]);
+    ++done;
+    if (callbacks.on_run_end) callbacks.on_run_end(done, to_run, *rows[i]);
   }
   for (auto& row : rows) result.rows.push_back(std::move(*row));
   return result;

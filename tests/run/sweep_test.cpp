@@ -238,5 +238,27 @@ TEST(Sweep, AnErrorBeforeTrainingEndsTheSweepKeepingTheRowsBeforeIt) {
   EXPECT_EQ(lines_of(text_of(dir.file("s.csv"))).size(), 9u);
 }
 
+// Refused before its first row (the data, the model): a sweep leaves no CSV
+// of its own behind, and one it was resuming stays as it was.
+TEST(Sweep, AnErrorBeforeTheFirstRowLeavesNoFile) {
+  test::ScratchDir dir;
+  FakeRunner fake;
+  const SweepRunner refusing = [&](const RunPlan&, const RunCallbacks&) -> RunResult {
+    throw Error("data.dir: /gone: no such directory");
+  };
+  EXPECT_NE(test::error_message([&] { run_sweep(grid(), dir.file("s.csv"), "s", {}, refusing); }), "");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("s.csv")));
+  size_t calls = 0;
+  const SweepRunner once = [&](const RunPlan& plan, const RunCallbacks& callbacks) {
+    if (++calls == 2) throw Error("data.dir: /gone: no such directory");
+    return fake(plan, callbacks);
+  };
+  EXPECT_NE(test::error_message([&] { run_sweep(grid(), dir.file("s.csv"), "s", {}, once); }), "");
+  const std::string kept = text_of(dir.file("s.csv"));
+  EXPECT_EQ(lines_of(kept).size(), 2u);  // the header and the one row
+  EXPECT_NE(test::error_message([&] { run_sweep(grid(), dir.file("s.csv"), "s", {}, refusing); }), "");
+  EXPECT_EQ(text_of(dir.file("s.csv")), kept);
+}
+
 }  // namespace
 }  // namespace ptrain
