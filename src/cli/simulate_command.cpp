@@ -60,7 +60,8 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
       ->delimiter(',');
   cmd->add_option("--local-workers", m.local_workers,
                   "hierarchical: worker threads on each host (N / T hosts); a --calibrate report's run is modelled "
-                  "with its own");
+                  "with its own")
+      ->check(CLI::Range(size_t{1}, kMaxWorkers));
   cmd->add_option("--memory-bandwidth", o.memory_gbytes_s,
                   "hierarchical: a host's memory bandwidth, GB/s read plus written (bench allreduce's copy ceiling)");
   cmd->add_option("--codec", o.codec, "Dense exchanges: none, fp16 or int8");

@@ -8,7 +8,7 @@ namespace ptrain {
 
 bool Range::contains(double v) const {
   if (std::isnan(v)) return false;
-  if (std::isinf(v) && std::isfinite(v > 0 ? hi : lo)) return false;
+  if (std::isinf(v)) return false;  // no field is a quantity that can be infinite (an lr of inf ran a sweep of crashes)
   if (lo_open ? !(v > lo) : !(v >= lo)) return false;
   if (hi_open ? !(v < hi) : !(v <= hi)) return false;
   return true;

@@ -40,7 +40,7 @@ struct Range {
   static Range between(double a, double b) { return {a, b, false, false}; }
 
   bool limits() const { return std::isfinite(lo) || std::isfinite(hi); }
-  // NaN is never inside; infinities only where a bound is infinite.
+  // NaN and the infinities are never inside.
   bool contains(double v) const;
   // "must be > 0", "must be in (0, 1]", "must be at least 1".
   std::string requirement() const;

@@ -1,6 +1,7 @@
 #pragma once
 // The range checks of an options struct's fields (core/fields.hpp), reported
 // as problems named "<prefix><field>".
+#include <cmath>
 #include <string>
 
 #include "core/fields.hpp"
@@ -17,7 +18,11 @@ void check_field_ranges(const Options& options, const std::string& prefix, Probl
       for (int64_t v : value)
         if (v < 1) problems.add(prefix + name, "values must be positive (got " + std::to_string(v) + ")");
     } else if (const auto number = field_number(value); number && !range.contains(*number)) {
-      problems.add(prefix + name, range.requirement() + " (got " + field_text(value) + ")");
+      // An infinity beyond an open end: the range's own words ("must be > 0") would not say what is wrong.
+      const bool infinite_past_open_end = std::isinf(*number) && !std::isfinite(*number > 0 ? range.hi : range.lo);
+      problems.add(prefix + name,
+                   (infinite_past_open_end ? std::string("must be finite") : range.requirement()) + " (got " +
+                       field_text(value) + ")");
     }
   });
 }

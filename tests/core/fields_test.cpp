@@ -51,8 +51,9 @@ TEST(Fields, RangesSayWhatTheyRequire) {
   EXPECT_TRUE(Range::fraction().contains(1));
   EXPECT_FALSE(Range::fraction().contains(0));
   EXPECT_FALSE(Range::unit_interval().contains(1));
-  EXPECT_FALSE(Range::non_negative().contains(std::numeric_limits<double>::infinity()) &&
-               false);  // an unbounded side takes infinity
+  EXPECT_FALSE(Range::non_negative().contains(std::numeric_limits<double>::infinity()));  // never infinite
+  EXPECT_FALSE(Range::at_least(1).contains(-std::numeric_limits<double>::infinity()));
+  EXPECT_TRUE(Range::non_negative().contains(1e300));
   EXPECT_FALSE(Range::between(0, 10).contains(std::numeric_limits<double>::infinity()));
 }
 

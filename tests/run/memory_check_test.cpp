@@ -24,9 +24,16 @@ TEST(MemoryCheck, TheMlpsWidthsAreCountedBeforeAllocating) {
   RunPlan plan;
   plan.model = MlpOptions{{2000000000}};
   const std::string all = problems_of(plan, 2);
-  EXPECT_EQ(all.rfind("model.hidden: the mlp model of 1.59e+12 parameters (its weights and gradients) needs ", 0), 0u)
+  EXPECT_EQ(all.rfind("model.hidden: the mlp model of 1.59e+12 parameters for 10 classes (its weights and gradients) "
+                      "needs ",
+                      0),
+            0u)
       << all;
   EXPECT_NE(all.find("of memory this machine has"), std::string::npos) << all;
+  // Too many classes for the output layer: the classes are named, not the hidden widths.
+  Problems classes;
+  check_memory(RunPlan{}, ModelInput{{1, 28, 28}, 2147483647, {}, 0}, 1, true, classes);
+  EXPECT_EQ(classes.joined().rfind("data.classes: the mlp model of ", 0), 0u) << classes.joined();
   // A library caller's model is not the plan's.
   EXPECT_EQ(problems_of(plan, 2, false), "");
   EXPECT_EQ(problems_of(RunPlan{}, 2), "");
