@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "comm/hierarchical_communicator.hpp"
 #include "comm/local_group.hpp"
 #include "comm/mpi_communicator.hpp"
+#include "comm/mpi_transport.hpp"
 #include "comm/worker_links.hpp"
 #include "core/error.hpp"
 #include "core/memory_size.hpp"
@@ -201,7 +203,8 @@ CLI::App* add_bench_allreduce_command(CLI::App& bench, BenchAllreduceOptions& o)
   cmd->add_option("--local-workers", o.local_workers,
                   "Under mpirun: worker threads in each rank, thread t of rank r being worker r x T + t");
   cmd->add_option("--transport", o.transport,
-                  "Under mpirun: what carries the all-reduces between ranks, mpi or gloo (Gloo's TCP connections)");
+                  "Under mpirun: what carries the all-reduces between ranks: mpi, gloo (Gloo's TCP connections) or "
+                  "auto, what ptrain train takes (gloo when the ranks span several hosts, mpi on one)");
   cmd->add_option("--sizes", o.sizes, "Message sizes: one (1MiB) or a range in x4 steps (4KiB:256MiB)");
   cmd->add_option("--iters", o.iters, "Timed all-reduces per size");
   cmd->add_option("--warmup", o.warmup, "Untimed all-reduces per size first");
@@ -213,7 +216,11 @@ CLI::App* add_bench_allreduce_command(CLI::App& bench, BenchAllreduceOptions& o)
 int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   std::unique_ptr<MpiCommunicator> mpi;
   WorkerLinks threads;  // under mpirun: the threads' communicators, or the ranks' over Gloo
-  const bool over_gloo = o.transport == "gloo";
+  if (o.transport != "auto" && o.transport != "mpi" && o.transport != "gloo")
+    throw Error("--transport: unknown transport '" + o.transport + "' (choose auto, mpi or gloo)");
+  // As training chooses (run/world.cpp), so that measuring the link first measures what training will use.
+  const bool over_gloo = o.transport == "gloo" || (o.transport == "auto" && o.backend == "mpi" && gloo_available() &&
+                                                   rank_placement(std::getenv) == RankPlacement::SeveralHosts);
   if (o.local_workers < 1 || o.local_workers > 256)
     throw Error(fmt::format("--local-workers must be between 1 and 256 (got {})", o.local_workers));
   if (o.backend == "mpi") {
@@ -228,14 +235,12 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
       throw Error(fmt::format("--ranks {} does not match the {} workers mpirun started ({} ranks x {} threads)",
                               o.ranks, workers, mpi->size(), o.local_workers));
     o.ranks = workers;
-    if (o.transport != "mpi" && o.transport != "gloo")
-      throw Error("--transport: unknown transport '" + o.transport + "' (choose mpi or gloo)");
     threads = make_worker_links(o.local_workers, over_gloo, std::chrono::seconds(60));
   } else if (o.backend != "local") {
     throw Error("--backend: unknown backend '" + o.backend + "' (choose local or mpi)");
   } else if (o.local_workers > 1) {
     throw Error("--local-workers: worker threads inside MPI ranks need mpirun (on threads alone: --ranks)");
-  } else if (o.transport != "mpi") {
+  } else if (o.transport == "gloo" || o.transport == "mpi") {
     throw Error("--transport " + o.transport + ": carries MPI ranks' all-reduces, so it needs mpirun");
   }
   if (o.ranks == 0) o.ranks = static_cast<int>(std::max<size_t>(allowed_cpus().size(), 1));

@@ -11,7 +11,9 @@ struct BenchAllreduceOptions {
   std::string algo = "all";
   int ranks = 0;  // 0: one per core
   int local_workers = 1;  // mpi: worker threads in each rank (comm/hierarchical_communicator.hpp)
-  std::string transport = "mpi";  // mpi: "gloo" moves the all-reduces over Gloo (comm/gloo_communicator.hpp)
+  // auto: what training takes (gloo across hosts, mpi on one); "gloo" moves the all-reduces over Gloo
+  // (comm/gloo_communicator.hpp)
+  std::string transport = "auto";
   std::string sizes = "4KiB:64MiB";
   int iters = 20;
   int warmup = 3;
