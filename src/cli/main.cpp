@@ -8,6 +8,7 @@
 #include "cli/bench_compress_command.hpp"
 #include "cli/eval_command.hpp"
 #include "cli/simulate_command.hpp"
+#include "cli/strict_options.hpp"
 #include "cli/sweep_command.hpp"
 #include "cli/train_command.hpp"
 #include "comm/mpi_communicator.hpp"
@@ -43,13 +44,43 @@ std::string suggestion(const CLI::App& app, const std::string& wrong) {
   return near ? " (did you mean " + *near + "?)" : "";
 }
 
+// What CLI11 refused, in one line: an unknown word names the closest option
+// or subcommand, and an option of ptrain train that another command does not
+// take says so (ptrain sweep --backup).
+std::string parse_error_line(const CLI::App& app, const CLI::App& train, const CLI::ParseError& e) {
+  const CLI::App* command = &app;  // the innermost one parsed
+  std::string command_name = "ptrain";
+  while (!command->get_subcommands().empty()) {
+    command = command->get_subcommands().back();
+    command_name += " " + command->get_name();
+  }
+  std::string unknown;  // the first option among the words left over, else the first word
+  for (const auto* scope : {&app, command})
+    for (const std::string& word : scope->remaining())
+      if (unknown.empty() || (!unknown.starts_with("-") && word.starts_with("-"))) unknown = word;
+  const std::string name = unknown.substr(0, unknown.find('='));
+  if (name.starts_with("--") && command != &train && train.get_option_no_throw(name) != nullptr)
+    return fmt::format("{}: {} has no such option (it is one of ptrain train's)", name, command_name);
+  std::string message = e.what();
+  if (message.starts_with(": ")) message.erase(0, 2);  // an option --help does not list: CLI11 gives no name
+  if (!unknown.empty() && message.find(unknown) == std::string::npos) message += ": " + unknown;
+  return message + (unknown.empty() ? "" : suggestion(app, name));
+}
+
+// One line, at most a few thousand characters, whatever the input held.
+void print_error(const char* kind, const std::string& message) {
+  fmt::print(stderr, "ptrain: {}: {}\n", kind, ptrain::bounded_line(message));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (ptrain::launched_by_mpi() && single_process_command(argc, argv)) {
-    fmt::print(stderr, "ptrain: error: ptrain {}{} runs in one process; start it without mpirun\n", argv[1],
-               std::string(argv[1]) == "bench" ? " compress" : "");
-    return 2;
+    // Before MPI starts, every rank ends alike: one of them says why.
+    if (ptrain::launcher_rank() == 0)
+      print_error("error", fmt::format("ptrain {}{} runs in one process; start it without mpirun", argv[1],
+                                       std::string(argv[1]) == "bench" ? " compress" : ""));
+    return ptrain::kExitInput;
   }
   const std::vector<std::string> command_line(argv, argv + argc);
   // A SIGINT or SIGTERM leaves no temporary file (a checkpoint or report half written).
@@ -81,24 +112,24 @@ int main(int argc, char** argv) {
   auto* bench_allreduce = ptrain::add_bench_allreduce_command(*bench, bench_allreduce_options);
   ptrain::BenchCompressOptions bench_compress_options;
   auto* bench_compress = ptrain::add_bench_compress_command(*bench, bench_compress_options);
+  ptrain::check_every_option(app);
+  // Whatever is refused before training is refused alike on every rank: rank 0 says it.
+  const bool speaks = !mpi || mpi->rank() == 0;
+  if (const auto empty = ptrain::empty_assignment(command_line)) {
+    if (speaks) print_error("error", *empty + ": an empty value");
+    return ptrain::kExitInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return speaks ? app.exit(e) : 0;
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return speaks ? app.exit(e) : 0;
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return speaks ? app.exit(e) : 0;
   } catch (const CLI::ParseError& e) {
-    // An unknown word: name the closest option or subcommand.
-    std::string unknown;
-    for (const auto* scope : {&app, app.get_subcommands().empty() ? &app : app.get_subcommands().back()})
-      if (!scope->remaining().empty()) unknown = scope->remaining().front();
-    std::string message = e.what();
-    if (!unknown.empty() && message.find(unknown) == std::string::npos) message += ": " + unknown;
-    fmt::print(stderr, "ptrain: error: {}{}\n", message,
-               unknown.empty() ? "" : suggestion(app, unknown.substr(0, unknown.find('='))));
-    return 2;
+    if (speaks) print_error("error", parse_error_line(app, *train, e));
+    return ptrain::kExitInput;
   }
   try {
     if (train->parsed()) return ptrain::run_train_command(train_command, command_line);
@@ -108,18 +139,23 @@ int main(int argc, char** argv) {
     if (eval->parsed()) return ptrain::run_eval_command(eval_command, command_line);
     if (bench_allreduce->parsed()) return ptrain::run_bench_allreduce_command(bench_allreduce_options);
     if (bench_compress->parsed()) return ptrain::run_bench_compress_command(bench_compress_options);
+  } catch (const ptrain::PlanError& e) {
+    // Every rank refused the same plan before talking to another: each ends
+    // here (MPI_Finalize, no abort), and the launcher passes the status on.
+    if (speaks) print_error("error", e.what());
+    return ptrain::kExitInput;
   } catch (const ptrain::InterruptedError& e) {
     // A lost worker, a timeout, a checkpoint that could not be written: a
     // restart from the last checkpoint (--resume DIR) may finish the run.
-    fmt::print(stderr, "ptrain: error: {}\n", e.what());
+    print_error("error", e.what());
     if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitRetry);
     return ptrain::kExitRetry;
   } catch (const ptrain::Error& e) {
-    fmt::print(stderr, "ptrain: error: {}\n", e.what());
+    print_error("error", e.what());
     if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitInput);
     return ptrain::kExitInput;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "ptrain: internal error: {}\n", e.what());
+    print_error("internal error", e.what());
     if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitInternal);
     return ptrain::kExitInternal;
   }

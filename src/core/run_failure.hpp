@@ -15,6 +15,14 @@ class InterruptedError : public Error {
   using Error::Error;
 };
 
+// Bad input found before any rank talked to another (the flags, the plan):
+// every rank of an mpirun job finds the same, so each can end on its own
+// with kExitInput, rank 0 alone saying why, instead of aborting the job.
+class PlanError : public Error {
+ public:
+  using Error::Error;
+};
+
 // The exit statuses of ptrain's commands.
 enum ExitStatus : int {
   kExitOk = 0,

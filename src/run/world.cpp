@@ -13,6 +13,7 @@
 #include "comm/mpi_transport.hpp"
 #include "core/compute_device.hpp"
 #include "core/error.hpp"
+#include "core/run_failure.hpp"
 
 namespace ptrain {
 
@@ -48,6 +49,8 @@ int host_slot(Communicator& ranks) {
 
 }  // namespace
 
+// Its refusals come before the ranks exchange anything but their count, and
+// every rank finds the same: PlanError, so that each ends on its own.
 World make_world(const RunPlan& plan) {
   const RunControls& run = plan.run;
   const bool under_mpirun = launched_by_mpi();
@@ -56,14 +59,14 @@ World make_world(const RunPlan& plan) {
   world.backend = run.backend == Backend::Auto ? (under_mpirun ? Backend::Mpi : Backend::Local) : run.backend;
   const std::string strategy(StrategyRegistry::name_of(plan.strategy));
   if (world.backend == Backend::Mpi && !under_mpirun)
-    throw Error("run.backend mpi: this process was not started by mpirun");
+    throw PlanError("run.backend mpi: this process was not started by mpirun");
   if (world.backend == Backend::Local && under_mpirun)
-    throw Error("run.backend local: under mpirun every rank would run all the workers; use backend mpi or auto");
+    throw PlanError("run.backend local: under mpirun every rank would run all the workers; use backend mpi or auto");
   if (world.backend == Backend::Local && run.transport == Transport::Gloo)
-    throw Error("run.transport gloo: carries MPI ranks' all-reduces, so it needs mpirun; threads of one process share "
+    throw PlanError("run.transport gloo: carries MPI ranks' all-reduces, so it needs mpirun; threads of one process share "
                 "memory instead");
   if (world.backend == Backend::Local && run.local_workers > 1)
-    throw Error(fmt::format("run.local_workers {}: runs worker threads inside MPI ranks, so it needs mpirun; on threads "
+    throw PlanError(fmt::format("run.local_workers {}: runs worker threads inside MPI ranks, so it needs mpirun; on threads "
                             "alone the workers are run.workers",
                             run.local_workers));
   if (world.backend == Backend::Local) {
@@ -73,20 +76,20 @@ World make_world(const RunPlan& plan) {
     // process runs out of threads or memory before training (std::system_error
     // or std::bad_alloc, not an error that says why).
     if (world.workers > kMaxThreads)
-      throw Error(fmt::format("run.workers {}: more threads than the {} one process runs (more workers run as MPI "
+      throw PlanError(fmt::format("run.workers {}: more threads than the {} one process runs (more workers run as MPI "
                               "ranks under mpirun)",
                               world.workers, kMaxThreads));
     if (world.workers + world.servers > kMaxThreads)
-      throw Error(fmt::format("strategy.servers {}: with {} workers, more threads than the {} one process runs",
+      throw PlanError(fmt::format("strategy.servers {}: with {} workers, more threads than the {} one process runs",
                               world.servers, world.workers, kMaxThreads));
     return world;
   }
   if (!distributed(plan.strategy))
-    throw Error(fmt::format("strategy {}: runs its workers as threads of one process only, not as MPI ranks "
+    throw PlanError(fmt::format("strategy {}: runs its workers as threads of one process only, not as MPI ranks "
                             "(run it without mpirun)",
                             strategy));
   if (run.transport == Transport::Gloo && !gloo_available())
-    throw Error("run.transport gloo: this ptrain was built without Gloo (install libgloo-dev and build it again)");
+    throw PlanError("run.transport gloo: this ptrain was built without Gloo (install libgloo-dev and build it again)");
   const bool gloo = run.transport == Transport::Gloo ||
                     (run.transport == Transport::Auto && gloo_available() && world.servers == 0 &&
                      rank_placement(std::getenv) == RankPlacement::SeveralHosts);
@@ -94,25 +97,25 @@ World make_world(const RunPlan& plan) {
   world.transport = transport ? transport->description : "MPI initialised by the caller: its transport as MPI chose";
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
   if (run.local_workers > 1 && !runs_local_workers(plan.strategy))
-    throw Error(fmt::format("run.local_workers {}: the {} strategy runs one worker per MPI rank (worker threads in "
+    throw PlanError(fmt::format("run.local_workers {}: the {} strategy runs one worker per MPI rank (worker threads in "
                             "ranks: hybrid)",
                             run.local_workers, strategy));
   if (run.local_workers > 1 && !MpiRuntime::threads_multiple())
-    throw Error(fmt::format("run.local_workers {}: worker threads in a rank call MPI at once, and this MPI library "
+    throw PlanError(fmt::format("run.local_workers {}: worker threads in a rank call MPI at once, and this MPI library "
                             "did not give MPI_THREAD_MULTIPLE",
                             run.local_workers));
   world.ranks = std::make_unique<MpiCommunicator>(timeout);
   world.local_workers = run.local_workers;
   world.workers = (world.ranks->size() - world.servers) * world.local_workers;
   if (world.workers < 1)
-    throw Error(fmt::format("strategy.servers {}: mpirun started {} ranks, which leaves no worker (start W + S ranks)",
+    throw PlanError(fmt::format("strategy.servers {}: mpirun started {} ranks, which leaves no worker (start W + S ranks)",
                             world.servers, world.ranks->size()));
   if (run.workers > 0 && run.workers != world.workers && world.local_workers > 1)
-    throw Error(fmt::format("run.workers {} does not match the {} workers mpirun started ({} ranks x {} threads: under "
+    throw PlanError(fmt::format("run.workers {} does not match the {} workers mpirun started ({} ranks x {} threads: under "
                             "mpirun the workers are the ranks times run.local_workers)",
                             run.workers, world.workers, world.ranks->size(), world.local_workers));
   if (run.workers > 0 && run.workers != world.workers)
-    throw Error(fmt::format("run.workers {} does not match the {} worker ranks mpirun started (under mpirun the "
+    throw PlanError(fmt::format("run.workers {} does not match the {} worker ranks mpirun started (under mpirun the "
                             "workers are the ranks{})",
                             run.workers, world.workers, world.servers > 0 ? ", less the servers" : ""));
   // Every rank makes them in the same order: each is a collective.
