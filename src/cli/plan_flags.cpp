@@ -46,6 +46,7 @@ struct FlagInfo {
   bool is_bool = false;
   std::vector<std::pair<std::string, std::string>> defaults;  // (kind name, default text)
   size_t kinds_in_section = 0;
+  std::string applies_to;  // a run field only some strategies read: "strategies that stop on time: ssp, async"
 };
 
 template <class Registry, class F>
@@ -55,6 +56,18 @@ void for_each_kind(F&& f) {
     std::visit(f, choice);
   }
 }
+
+// Each kind the command offers, as the defaults plan has it where that plan
+// chose it (so --help shows ptrain shm's defaults in ptrain shm).
+template <class Registry, class Offered, class F>
+void for_each_offered_kind(const typename Registry::Choice& chosen, const Offered& offered, F&& f) {
+  for (auto name : Registry::names()) {
+    auto choice = name == Registry::name_of(chosen) ? chosen : *Registry::make(name);
+    if (offered(choice)) std::visit(f, choice);
+  }
+}
+
+bool offers_all(const StrategyChoice&) { return true; }
 
 template <class Options>
 void collect(std::string_view section, std::string_view kind, const Options& o, size_t kinds,
@@ -72,21 +85,61 @@ void collect(std::string_view section, std::string_view kind, const Options& o, 
   });
 }
 
-std::map<std::string, FlagInfo> all_flags() {
+// The offered strategies that have a trait, by name ("ps-backup, ssp, async").
+std::string offered_with(const PlanFlags::StrategyFilter& offered, bool (*trait)(const StrategyChoice&)) {
+  std::string out;
+  for (auto name : StrategyRegistry::names()) {
+    const auto choice = *StrategyRegistry::make(name);
+    if (offered(choice) && trait(choice)) out += (out.empty() ? "" : ", ") + std::string(name);
+  }
+  return out;
+}
+
+bool trainer_strategy(const StrategyChoice& s) { return !shared_memory_config(s); }
+
+// The run fields only some strategies read: the trait that says which, and the words for --help.
+struct RunFieldTrait {
+  const char* flag;
+  bool (*trait)(const StrategyChoice&);
+  const char* who;
+};
+constexpr RunFieldTrait kRunFieldTraits[] = {
+    {"--time-limit", stops_on_time, "strategies that stop on time"},
+    {"--local-workers", runs_local_workers, "worker threads inside MPI ranks"},
+    {"--transport", distributed, "strategies that run as MPI ranks"},
+    {"--backend", distributed, "strategies that run as MPI ranks"},
+    {"--straggler", trainer_strategy, "the trainer's strategies"},
+};
+
+// Every flag the command offers, with the defaults of `defaults`. A run field
+// no offered strategy reads is left out, and one only some read says which.
+std::map<std::string, FlagInfo> all_flags(const RunPlan& defaults = {},
+                                          const PlanFlags::StrategyFilter& offered = offers_all) {
   std::map<std::string, FlagInfo> flags;
-  auto each = [&]<class Registry>(const char* section) {
-    for_each_kind<Registry>([&](const auto& o) {
-      collect(section, std::decay_t<decltype(o)>::name, o, Registry::names().size(), flags);
+  auto each = [&]<class Registry>(const char* section, const typename Registry::Choice& chosen, auto keep) {
+    size_t kinds = 0;
+    for_each_offered_kind<Registry>(chosen, keep, [&](const auto&) { ++kinds; });
+    for_each_offered_kind<Registry>(chosen, keep, [&](const auto& o) {
+      collect(section, std::decay_t<decltype(o)>::name, o, kinds, flags);
     });
   };
-  each.template operator()<ModelRegistry>("model");
-  each.template operator()<DataRegistry>("data");
-  each.template operator()<OptimizerRegistry>("optimizer");
-  each.template operator()<StrategyRegistry>("strategy");
-  each.template operator()<CodecRegistry>("codec");
-  collect("data", "", DataControls{}, 0, flags);
-  collect("run", "", RunControls{}, 0, flags);
+  auto any = [](const auto&) { return true; };
+  each.template operator()<ModelRegistry>("model", defaults.model, any);
+  each.template operator()<DataRegistry>("data", defaults.data, any);
+  each.template operator()<OptimizerRegistry>("optimizer", defaults.optimizer, any);
+  each.template operator()<StrategyRegistry>("strategy", defaults.strategy, offered);
+  if (!offered_with(offered, takes_codec).empty())
+    each.template operator()<CodecRegistry>("codec", defaults.codec, any);
+  collect("data", "", defaults.data_controls, 0, flags);
+  collect("run", "", defaults.run, 0, flags);
   flags.erase("--straggler");  // two fields behind one flag: added by hand
+  for (const auto& [flag, trait, who] : kRunFieldTraits) {
+    auto it = flags.find(flag);
+    if (it == flags.end()) continue;
+    const std::string which = offered_with(offered, trait);
+    if (which.empty()) flags.erase(it);
+    else if (which != offered_with(offered, offers_all)) it->second.applies_to = std::string(who) + ": " + which;
+  }
   return flags;
 }
 
@@ -111,6 +164,7 @@ std::string describe(const FlagInfo& info) {
     for (const auto& [kind, text] : info.defaults) kinds += (kinds.empty() ? "" : ", ") + kind;
     out += " (" + std::string(info.section == "codec" ? "compress " : info.section + " ") + kinds + ")";
   }
+  if (!info.applies_to.empty()) out += " (" + info.applies_to + ")";
   return out;
 }
 
@@ -123,10 +177,10 @@ const char* group_of(const std::string& section) {
   return "Run";
 }
 
-template <class Registry>
-std::string kinds_help(const char* what) {
+template <class Registry, class Offered>
+std::string kinds_help(const char* what, const Offered& offered) {
   std::string out = std::string(what) + ":";
-  for_each_kind<Registry>([&](const auto& o) {
+  for_each_offered_kind<Registry>(*Registry::make(Registry::names().front()), offered, [&](const auto& o) {
     using O = std::decay_t<decltype(o)>;
     out += "\n  " + std::string(O::name) + ": " + std::string(O::summary);
   });
@@ -198,30 +252,38 @@ void set_choice_field(typename Registry::Choice& choice, const char* section, co
 
 }  // namespace
 
-PlanFlags::PlanFlags(CLI::App& cmd, const std::vector<std::string>& except)
-    : PlanFlags(cmd, [&](const std::string& flag, const std::string&, bool) {
-        return std::find(except.begin(), except.end(), flag) == except.end();
-      }) {}
+PlanFlags::PlanFlags(CLI::App& cmd, const Scope& scope)
+    : PlanFlags(
+          cmd,
+          [&](const std::string& flag, const std::string&, bool) {
+            return std::find(scope.except.begin(), scope.except.end(), flag) == scope.except.end();
+          },
+          scope.defaults, scope.strategies ? scope.strategies : StrategyFilter(offers_all)) {}
 
 std::unique_ptr<PlanFlags> PlanFlags::test_data(CLI::App& cmd) {
-  return std::unique_ptr<PlanFlags>(
-      new PlanFlags(cmd, [](const std::string& flag, const std::string& section, bool kind_field) {
+  return std::unique_ptr<PlanFlags>(new PlanFlags(
+      cmd,
+      [](const std::string& flag, const std::string& section, bool kind_field) {
         return section == "data" && (flag == "--data-set" || (kind_field && !flag.starts_with("--train-")));
-      }));
+      },
+      RunPlan{}, offers_all));
 }
 
-PlanFlags::PlanFlags(CLI::App& cmd, const Keep& keep) {
+PlanFlags::PlanFlags(CLI::App& cmd, const Keep& keep, const RunPlan& defaults, const StrategyFilter& offered) {
+  const auto flags = all_flags(defaults, offered);
+  const bool codecs = !offered_with(offered, takes_codec).empty();
+  auto any = [](const auto&) { return true; };
   for (const auto& [flag, section] : kNameFlags) {
     if (!keep(flag, section, false)) continue;
     std::string help;
     const std::string s = section;
+    if (s == "codec" && !codecs) continue;  // no offered strategy compresses
     if (s == "model")
-      help = kinds_help<ModelRegistry>("The model") + "\n  a path (model.pt): torchscript with that file";
-    if (s == "data") help = kinds_help<DataRegistry>("The data set");
-    if (s == "optimizer") help = kinds_help<OptimizerRegistry>("The optimizer");
-    if (s == "strategy") help = kinds_help<StrategyRegistry>("How the workers synchronize");
-    if (s == "codec") help = kinds_help<CodecRegistry>("Gradient compression");
-    RunPlan defaults;
+      help = kinds_help<ModelRegistry>("The model", any) + "\n  a path (model.pt): torchscript with that file";
+    if (s == "data") help = kinds_help<DataRegistry>("The data set", any);
+    if (s == "optimizer") help = kinds_help<OptimizerRegistry>("The optimizer", any);
+    if (s == "strategy") help = kinds_help<StrategyRegistry>("How the workers synchronize", offered);
+    if (s == "codec") help = kinds_help<CodecRegistry>("Gradient compression", any);
     std::string default_name;
     if (s == "model") default_name = ModelRegistry::name_of(defaults.model);
     if (s == "data") default_name = DataRegistry::name_of(defaults.data);
@@ -236,16 +298,23 @@ PlanFlags::PlanFlags(CLI::App& cmd, const Keep& keep) {
         ->type_name("NAME");
     names_.push_back(name);
   }
-  for (const auto& [flag, info] : all_flags()) {
+  for (const auto& [flag, info] : flags) {
     const std::string name = flag;
     if (!keep(name, info.section, info.kinds_in_section > 0)) continue;
     if (info.is_bool) {
       const std::string negated = "--no-" + name.substr(2);
-      cmd.add_flag_function(name, [this, name](std::int64_t) { given_.emplace_back(name, "true"); },
-                            describe(info) + " (" + negated + " to turn off)")
+      // The value CLI11 hands on is the last one given, +1 for a true word and -1 for a false one
+      // (cli/strict_options.hpp has refused any other): --pin=false turns pinning off.
+      cmd.add_flag_function(
+             name, [this, name](std::int64_t value) { given_.emplace_back(name, value > 0 ? "true" : "false"); },
+             describe(info) + " (" + negated + " to turn off)")
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
           ->group(group_of(info.section));
       // Listed with its positive form only, so --help shows each switch once, with its true default.
-      cmd.add_flag_function(negated, [this, name](std::int64_t) { given_.emplace_back(name, "false"); })->group("");
+      cmd.add_flag_function(negated,
+                            [this, name](std::int64_t value) { given_.emplace_back(name, value > 0 ? "false" : "true"); })
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+          ->group("");
       names_.push_back(negated);
     } else {
       auto* option = cmd.add_option_function<std::string>(
@@ -258,10 +327,12 @@ PlanFlags::PlanFlags(CLI::App& cmd, const Keep& keep) {
     }
     names_.push_back(name);
   }
-  if (!keep("--straggler", "run", false)) return;
+  const std::string stragglers = offered_with(offered, trainer_strategy);
+  if (!keep("--straggler", "run", false) || stragglers.empty()) return;
   cmd.add_option_function<std::string>(
          "--straggler", [this](const std::string& text) { given_.emplace_back("--straggler", text); },
-         "RANK:FACTOR makes worker RANK compute FACTOR times slower (for experiments) [default: none]")
+         "RANK:FACTOR makes worker RANK compute FACTOR times slower (for experiments) [default: none]" +
+             (stragglers == offered_with(offered, offers_all) ? "" : " (the trainer's strategies: " + stragglers + ")"))
       ->group("Run")
       ->type_name("RANK:FACTOR");
   names_.push_back("--straggler");

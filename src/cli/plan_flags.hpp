@@ -20,9 +20,17 @@ namespace ptrain {
 
 class PlanFlags {
  public:
-  // Adds every flag to `cmd`.
-  // `except`: flags the command defines its own way (ptrain sweep's lists).
-  explicit PlanFlags(CLI::App& cmd, const std::vector<std::string>& except = {});
+  // The strategies a command offers (ptrain shm: the shared-memory ones).
+  using StrategyFilter = std::function<bool(const StrategyChoice&)>;
+  struct Scope {
+    RunPlan defaults;                  // the plan the command starts from: --help shows its values
+    StrategyFilter strategies;         // empty: every strategy
+    std::vector<std::string> except;   // flags the command defines its own way (ptrain sweep's lists)
+  };
+  // Adds to `cmd` the flag of every field the scope's strategies can use: a
+  // strategy field none of them has, a codec's when none compresses, a run
+  // field none reads (--time-limit, --straggler, ...) is not offered.
+  explicit PlanFlags(CLI::App& cmd, const Scope& scope = {});
 
   // Only the flags that choose a data set and name its test set (ptrain
   // eval): --data-set and the data sets' own fields but those of the training
@@ -47,7 +55,7 @@ class PlanFlags {
  private:
   // The flags `keep` accepts, by (flag, section, whether it is a kind's own field).
   using Keep = std::function<bool(const std::string& flag, const std::string& section, bool kind_field)>;
-  PlanFlags(CLI::App& cmd, const Keep& keep);
+  PlanFlags(CLI::App& cmd, const Keep& keep, const RunPlan& defaults, const StrategyFilter& offered);
 
   std::vector<std::pair<std::string, std::string>> given_;  // (flag, text), in command-line order
   std::vector<std::string> names_;

@@ -21,6 +21,23 @@ namespace {
 // the list of runs stays small.
 constexpr int kMaxRuns = 1000000;
 
+// Each run stops at a training loss of 0.5 (or after its epochs).
+void set_sweep_target(StrategyChoice& strategy) {
+  std::visit(
+      [](auto& s) {
+        if constexpr (requires { s.target_loss; }) s.target_loss = 0.5;
+      },
+      strategy);
+}
+
+// The sweep's base plan: ptrain shm's, stopping at a training loss of 0.5 within 5 epochs.
+RunPlan sweep_default_plan() {
+  RunPlan plan = shm_default_plan();
+  plan.run.epochs = 5;
+  set_sweep_target(plan.strategy);
+  return plan;
+}
+
 }  // namespace
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
@@ -57,8 +74,10 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
       ->group("Sweep");
   // A sweep resumes by its CSV; its runs' checkpoints would mix in one directory.
   o.flags = std::make_unique<PlanFlags>(
-      *cmd, std::vector<std::string>{"--strategy", "--workers", "--batch", "--lr", "--save", "--checkpoint-dir",
-                                     "--checkpoint-every", "--checkpoint-keep"});
+      *cmd, PlanFlags::Scope{sweep_default_plan(),
+                             [](const StrategyChoice& s) { return shared_memory_config(s).has_value(); },
+                             {"--strategy", "--workers", "--batch", "--lr", "--save", "--checkpoint-dir",
+                              "--checkpoint-every", "--checkpoint-keep"}});
   return cmd;
 }
 
@@ -67,9 +86,7 @@ int run_sweep_command(SweepOptions& o) {
     throw Error("--strategies, --threads, --batch and --lr each need at least one value");
   // Every point's plan is built and checked before the first run, so a bad value fails at once.
   std::vector<SweepRun> grid;  // repetition 0 of each cell
-  // The sweep's base plan: ptrain shm's, stopping at a training loss of 0.5 within 5 epochs.
-  RunPlan defaults = shm_default_plan();
-  defaults.run.epochs = 5;
+  const RunPlan defaults = sweep_default_plan();
   for (const auto& name : o.strategies) {
     const auto made = StrategyRegistry::make(name);
     if (!made) throw Error("--strategies: " + StrategyRegistry::unknown("strategy", name));
@@ -82,11 +99,7 @@ int run_sweep_command(SweepOptions& o) {
         for (float lr : o.lrs) {
           RunPlan plan = defaults;
           plan.strategy = *made;
-          std::visit(
-              [](auto& s) {
-                if constexpr (requires { s.target_loss; }) s.target_loss = 0.5;
-              },
-              plan.strategy);
+          set_sweep_target(plan.strategy);
           Problems problems;
           plan = o.flags->apply(plan, problems, /*other_strategies_fields=*/true);
           problems.throw_if_any();

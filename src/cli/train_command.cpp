@@ -81,6 +81,7 @@ void print_summary(const RunPlan& plan, const RunResult& result) {
     fmt::print("  {:<12} from {} with learning rate {:.6g}, after: {}\n", r.kind, r.from.empty() ? "the start" : r.from,
                r.lr, r.why);
   if (result.diverged) fmt::print("  diverged     {}\n", result.diverged_why);
+  if (!plan.run.checkpoint_dir.empty()) fmt::print("  checkpoints  {}\n", plan.run.checkpoint_dir);
   if (!plan.run.save_model.empty())
     fmt::print("  saved        {} (ptrain eval --model {})\n", plan.run.save_model, plan.run.save_model);
 }
@@ -111,7 +112,8 @@ void add_output_options(CLI::App* cmd, TrainCommand& c) {
       ->check(non_empty_path());
   cmd->add_option("--resume", c.resume_dir,
                   "Continue from the newest intact checkpoint in this directory, with its plan (flags may change "
-                  "how long the run goes on, how it logs and checkpoints, and the learning rate)")
+                  "how long the run goes on, how it logs and checkpoints, and the learning rate); its checkpoints "
+                  "go on into this directory unless --checkpoint-dir names another")
       ->group("Output")
       ->type_name("DIR")
       ->check(non_empty_path());
@@ -145,7 +147,7 @@ CLI::App* add_train_command(CLI::App& app, TrainCommand& c) {
   auto* cmd = app.add_subcommand(
       "train", "Train a model with several workers (threads, or MPI ranks under mpirun), by a run plan built from "
                "these flags, a plan file, or both");
-  c.flags = std::make_unique<PlanFlags>(*cmd);
+  c.flags = std::make_unique<PlanFlags>(*cmd, PlanFlags::Scope{c.defaults, {}, {}});
   add_output_options(cmd, c);
   return cmd;
 }
@@ -167,16 +169,23 @@ CLI::App* add_shm_command(CLI::App& app, TrainCommand& c) {
                  "); ptrain train with the defaults of the Leashed-SGD experiments");
   c.shared_memory_only = true;
   c.defaults = shm_default_plan();
-  c.flags = std::make_unique<PlanFlags>(*cmd);
-  cmd->add_option("--threads", c.threads, "Threads sharing the model: the same as --workers [default: 2]")
+  // --threads is its --workers: one flag, so that neither can be given and passed over.
+  c.flags = std::make_unique<PlanFlags>(
+      *cmd, PlanFlags::Scope{c.defaults, [](const StrategyChoice& s) { return shared_memory_config(s).has_value(); },
+                             {"--workers"}});
+  cmd->add_option("--threads", c.threads,
+                  fmt::format("Threads sharing the model [default: {}]", c.defaults.run.workers))
       ->group("Run")
-      ->type_name("INT")
-      ->check(CLI::Range(1, kMaxThreads));
+      ->check(CLI::Range(1, kMaxThreads))
+      ->type_name("INT");
   add_output_options(cmd, c);
   return cmd;
 }
 
-int run_train_command(TrainCommand& c, const std::vector<std::string>& command_line) {
+namespace {
+
+// The flags (over a plan file or a checkpoint's plan) to a checked plan.
+RunPlan planned(const TrainCommand& c) {
   if (!c.resume_dir.empty() && !c.config_path.empty())
     throw Error("--resume takes the plan from its checkpoint: give the flags to change, not --config");
   RunPlan plan = c.defaults;
@@ -184,6 +193,8 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
   if (!c.resume_dir.empty()) {
     plan = checkpoint_plan(newest_checkpoint(c.resume_dir));
     plan.run.backend = Backend::Auto;  // threads then, ranks now: the state is the same
+    // Checkpoints go on where the run resumed from (a copy, moved): --checkpoint-dir says otherwise.
+    plan.run.checkpoint_dir = c.resume_dir;
   }
   Problems problems;
   plan = c.flags->apply(plan, problems);
@@ -193,13 +204,30 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     throw Error(fmt::format("--strategy {}: ptrain shm runs the shared-memory strategies ({}); ptrain train runs "
                             "every strategy",
                             StrategyRegistry::name_of(plan.strategy), shared_memory_strategies()));
-  check_plan(plan).throw_if_any([&](const std::string& field) { return PlanFlags::flag_of(field, plan); });
+  check_plan(plan).throw_if_any([&](const std::string& field) {
+    if (c.shared_memory_only && field == "run.workers") return std::string("--threads");
+    return PlanFlags::flag_of(field, plan);
+  });
+  if (!c.report_path.empty() && !c.print_plan) check_writable(c.report_path);
+  if (!c.progress_lines.empty() && !c.print_plan) ProgressLines::check(c.progress_lines);
+  return plan;
+}
+
+}  // namespace
+
+int run_train_command(TrainCommand& c, const std::vector<std::string>& command_line) {
+  RunPlan plan;
+  try {
+    plan = planned(c);
+  } catch (const InterruptedError&) {
+    throw;
+  } catch (const Error& e) {
+    throw PlanError(e.what());  // found alike on every rank
+  }
   if (c.print_plan) {
     fmt::print("{}\n", plan_to_json(plan).dump(2));
     return 0;
   }
-  if (!c.report_path.empty()) check_writable(c.report_path);
-  if (!c.progress_lines.empty()) ProgressLines::check(c.progress_lines);
   const std::string started_at = utc_now();
   std::unique_ptr<ProgressLines> lines;  // on the reporting process
   try {
@@ -277,6 +305,10 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     const std::string message = with_flags(e.what(), plan);
     if (lines) lines->error(kExitRetry, message);
     throw InterruptedError(message);
+  } catch (const PlanError& e) {
+    const std::string message = with_flags(e.what(), plan);
+    if (lines) lines->error(kExitInput, message);
+    throw PlanError(message);
   } catch (const Error& e) {
     const std::string message = with_flags(e.what(), plan);
     if (lines) lines->error(kExitInput, message);

@@ -713,3 +713,114 @@ TEST(PtrainCli, ExitStatusesSayWhetherToFixTheInputOrRetry) {
 
 }  // namespace
 }  // namespace ptrain
+
+namespace ptrain {
+namespace {
+
+nlohmann::json printed_plan(const std::string& args) {
+  const Outcome o = run_ptrain("train " + args + " --print-plan");
+  EXPECT_EQ(o.exit_code, 0) << args << ": " << o.err;
+  return o.exit_code == 0 ? nlohmann::json::parse(o.out) : nlohmann::json();
+}
+
+// A switch takes true/false, 1/0, yes/no or on/off and means what it says
+// (--pin=false turned pinning on; --pin=bogus ended in std::terminate).
+TEST(PtrainCli, SwitchesTakeTheirValueAndMeanIt) {
+  EXPECT_EQ(printed_plan("--standardize=false")["data"]["standardize"], false);
+  EXPECT_EQ(printed_plan("--standardize=0")["data"]["standardize"], false);
+  EXPECT_EQ(printed_plan("--pin --pin=off")["run"]["pin"], false);  // the last one given
+  EXPECT_EQ(printed_plan("--pin=YES")["run"]["pin"], true);
+  EXPECT_EQ(printed_plan("--pin")["run"]["pin"], true);
+  EXPECT_EQ(printed_plan("--overlap=no")["strategy"]["overlap"], false);
+  EXPECT_EQ(printed_plan("--no-overlap")["strategy"]["overlap"], false);
+  EXPECT_EQ(printed_plan("--no-standardize=false")["data"]["standardize"], true);
+  EXPECT_EQ(printed_plan("--compress dgc --dgc-masking=false")["codec"]["masking"], false);
+  test::expect_one_line_errors({
+      {"train --pin=bogus", "--pin: 'bogus' is not a switch value (true/false, 1/0, yes/no, on/off)"},
+      {"train --pin=2", "--pin: '2' is not a switch value"},
+      {"train --pin=", "--pin=: an empty value"},
+      {"train --no-pin=maybe", "--no-pin: 'maybe' is not a switch value"},
+      {"train --compress dgc --dgc-accumulation=x", "--dgc-accumulation: 'x' is not a switch value"},
+      {"train --strategy async --async-lr-divide=x", "--async-lr-divide: 'x' is not a switch value"},
+      {"train --print-plan=x", "--print-plan: 'x' is not a switch value"},
+      {"simulate --overlap=x", "--overlap: 'x' is not a switch value"},
+  });
+}
+
+// An option's value is never empty: CLI11 read "" as the default.
+TEST(PtrainCli, EveryOptionRefusesAnEmptyValue) {
+  test::expect_one_line_errors({
+      {"simulate --backward-fraction ''", "--backward-fraction: an empty value"},
+      {"simulate --latency ''", "--latency: an empty value"},
+      {"simulate --latency=", "--latency=: an empty value"},
+      {"simulate --straggler-mean ''", "--straggler-mean: an empty value"},
+      {"bench allreduce --ranks ''", "--ranks: an empty value"},
+      {"bench allreduce --warmup ''", "--warmup: an empty value"},
+      {"bench compress --warmup ''", "--warmup: an empty value"},
+      {"train --batch ''", "--batch: an empty value"},
+  });
+}
+
+// A command offers only the options it uses: the rest are unknown to it, and
+// --help lists what it takes, with its own defaults.
+TEST(PtrainCli, ACommandOffersOnlyTheOptionsItUses) {
+  test::ScratchDir dir;
+  const std::string sweep = "sweep --strategies hogwild --threads 2 --batch 16 --csv " + dir.file("s.csv") + " ";
+  test::expect_one_line_errors({
+      {sweep + "--backup -1", "--backup"},
+      {sweep + "--servers text", "--servers"},
+      {sweep + "--staleness nan", "--staleness"},
+      {sweep + "--allreduce bogus", "--allreduce"},
+      {sweep + "--compress dgc", "--compress"},
+      {sweep + "--lr inf", "--lr must be finite (got inf)"},
+      {"shm --threads 2 --workers -1", "--workers"},
+      {"shm --straggler 1:2", "--straggler"},
+      {"simulate --exchange hierarchical --local-workers -1", "--local-workers: Value -1 not in range"},
+  });
+  EXPECT_FALSE(std::filesystem::exists(dir.file("s.csv")));
+  const Outcome shm = run_ptrain("shm --help");
+  EXPECT_EQ(shm.exit_code, 0);
+  for (const char* absent : {"hybrid: ", "ps-sync: ", "--straggler", "--compress", "--dgc-density", "--staleness",
+                             "--transport", "--workers"})
+    EXPECT_EQ(shm.out.find(absent), std::string::npos) << absent;
+  for (const char* present : {"leashed: ", "hogwild: ", "[default: leashed]", "--threads", "[default: sgd]"})
+    EXPECT_NE(shm.out.find(present), std::string::npos) << present;
+  const size_t batch = shm.out.find("--batch ");
+  ASSERT_NE(batch, std::string::npos);
+  EXPECT_NE(shm.out.substr(batch, 200).find("[default: 16]"), std::string::npos) << shm.out.substr(batch, 200);
+  const Outcome train = run_ptrain("train --help");
+  const size_t limit = train.out.find("--time-limit ");
+  ASSERT_NE(limit, std::string::npos);
+  EXPECT_NE(train.out.substr(limit, 300).find("(strategies that stop on time: "), std::string::npos)
+      << train.out.substr(limit, 300);
+}
+
+// A plan file with a million unknown keys is one line of a few kilobytes at
+// most (it was one of 37 MB, naming every key).
+TEST(PtrainCli, AnErrorLineIsBounded) {
+  test::ScratchDir dir;
+  std::string junk = "{";
+  for (int i = 0; i < 200000; ++i) junk += (i ? ",\"k" : "\"k") + std::to_string(i) + "\": 1";
+  junk += "}";
+  std::ofstream(dir.file("plan.json")) << junk;
+  const Outcome o = run_ptrain("train --config " + dir.file("plan.json"));
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(test::lines(o.err), 1u);
+  EXPECT_LT(o.err.size(), 4096u) << o.err.substr(0, 300);
+  EXPECT_NE(o.err.find(" more"), std::string::npos) << o.err.substr(0, 300);
+}
+
+// Under mpirun a refusal is said once, by rank 0, and the job ends with its
+// status: no copy per rank, no MPI_ABORT banner (mpirun -q: no launcher note either).
+TEST(PtrainCli, UnderMpirunARefusalIsOneLine) {
+  if (std::system("command -v mpirun >/dev/null") != 0) GTEST_SKIP() << "no mpirun";
+  for (const char* args : {"train --strategy sequential", "train --epochs nan", "train --pin=bogus", "shm"}) {
+    const Outcome o = run_ptrain_with_env(std::string(kMpirun) + " -q -np 3", args);
+    EXPECT_EQ(o.exit_code, 2) << args << ": " << o.err;
+    EXPECT_EQ(test::lines(o.err), 1u) << args << ": " << o.err;
+    EXPECT_EQ(o.err.rfind("ptrain: error: ", 0), 0u) << args << ": " << o.err;
+  }
+}
+
+}  // namespace
+}  // namespace ptrain

@@ -111,7 +111,7 @@ void expect_same_runs(const std::string& resumed, const std::string& whole) {
 TEST(PtrainShmCli, ImpossibleOptionsAreOneLineErrors) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"shm --strategy hogwlid", "--strategy: unknown strategy 'hogwlid' (did you mean hogwild?"},
-      {"shm --strategy seq --threads 2", "--workers must be 1: seq runs one thread (got 2)"},
+      {"shm --strategy seq --threads 2", "--threads must be 1: seq runs one thread (got 2)"},
       {"shm --strategy hybrid", "--strategy hybrid: ptrain shm runs the shared-memory strategies"},
       {"shm --threads -3", "--threads: Value -3 not in range 1 to 1024"},
       {"shm --lr 0", "--lr must be > 0"},
@@ -122,7 +122,7 @@ TEST(PtrainShmCli, ImpossibleOptionsAreOneLineErrors) {
       {"shm --backoff random", "--backoff: expected one of none, exp, exp-jitter, got 'random'"},
       {"shm --backoff exp --backoff-min 10 --backoff-max 1", "--backoff-max must be at least backoff_min"},
       {"shm --target-loss -1", "--target-loss must be >= 0"},
-      {"shm --compress dgc", "exchanges no gradients to compress"},
+      {"shm --compress dgc", "--compress: ptrain shm has no such option (it is one of ptrain train's)"},
       {"shm --straggler 1:4", "--straggler"},
       {"shm --model resnet", "--model: unknown model 'resnet'"},
       {"shm --hidden 12,x", "--hidden: expected positive integers"},
