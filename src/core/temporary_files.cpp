@@ -35,10 +35,12 @@ void write_text(const char* text) {
 }
 
 extern "C" void on_signal(int sig) {
-  dying.store(true);
+  // Two signals (timeout's and the shell's) may reach two threads at once:
+  // both remove the files, the first alone says so.
+  const bool first = !dying.exchange(true);
   for (Slot& slot : slots)
     if (slot.state.load() == kHeld) ::unlink(slot.path);
-  if (announce_signal)
+  if (announce_signal && first)
     write_text(sig == SIGINT    ? "ptrain: error: stopped by SIGINT\n"
              : sig == SIGTERM ? "ptrain: error: stopped by SIGTERM\n"
                               : "ptrain: error: stopped by SIGHUP\n");
