@@ -68,6 +68,7 @@ done
 out=$(run_on_cluster 3 --name "$name" -- "$ptrain" bench allreduce --algo ring --sizes 1MiB)
 echo "$out"
 grep -qE "ring +1MiB .* ok +[0-9.]+$" <<<"$out" || fail "the all-reduce across the cluster did not check out"
+default_bench=$out
 
 # Gloo's transport across the hosts, on the interface MPI was given (a build without Gloo says so).
 have_gloo=0
@@ -78,6 +79,9 @@ then
   grep -q "all-reduces over gloo's TCP transport on interface eth0 (OpenMPI's btl_tcp_if_include)" <<<"$out" ||
     fail "the gloo all-reduce does not name its interface: $out"
   grep -qE "native +1MiB .* ok +[0-9.]+$" <<<"$out" || fail "the gloo all-reduce across the cluster did not check out"
+  # Without --transport the bench measures what training across hosts takes: Gloo's.
+  grep -q "all-reduces over gloo's TCP transport" <<<"$default_bench" ||
+    fail "bench allreduce across hosts does not take training's transport (gloo) by default: $default_bench"
 elif ! grep -q "built without Gloo" <<<"$out"; then
   fail "the gloo all-reduce across the cluster failed: $out"
 fi
