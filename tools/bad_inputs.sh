@@ -85,11 +85,13 @@ null_device() { mknod -m 666 null c 1 3 2>/dev/null || ln -s /dev/null null; }
 
 md_escape() { sed -e 's/|/\\|/g' <<<"$1"; }
 
-# expect [-q] KIND NAME STATUS NEEDLE [--writes FILE] [--lacks TEXT] [--signal SIG:DELAY] -- COMMAND...
+# expect [-q] KIND NAME STATUS NEEDLE [--writes FILE] [--lacks TEXT] [--has TEXT] [--signal SIG:DELAY] -- COMMAND...
 #   -q: in the quick subset. STATUS: the exit status that must come back.
 #   NEEDLE: text the one error line must hold (the input it names).
 #   --writes FILE: this file may appear (it must then be complete JSON).
 #   --lacks TEXT: stdout and stderr must not hold TEXT.
+#   --has TEXT: stdout or stderr must hold TEXT.
+#   --whole-stderr: under mpirun too, every line on stderr counts (the launcher's own as well).
 #   --writes-dir DIR: files may appear in DIR (none hidden, none partial).
 #   --writes-lines FILE: FILE may appear or grow, ending in a whole line.
 #   --signal SIG:DELAY: send SIG to the command after DELAY seconds.
@@ -98,11 +100,13 @@ expect() {
   if [ "$1" = -q ]; then is_quick=1; shift; fi
   local kind=$1 name=$2 status=$3 needle=$4
   shift 4
-  local writes=() lacks=() signal= dirs=() line_files=()
+  local writes=() lacks=() has=() signal= dirs=() line_files=() whole_stderr=0
   while [ "$1" != -- ]; do
     case $1 in
       --writes) writes+=("$2"); shift 2 ;;
       --lacks) lacks+=("$2"); shift 2 ;;
+      --has) has+=("$2"); shift 2 ;;
+      --whole-stderr) whole_stderr=1; shift ;;
       --writes-dir) dirs+=("$2"); shift 2 ;;
       --writes-lines) line_files+=("$2"); shift 2 ;;
       --signal) signal=$2; shift 2 ;;
@@ -156,7 +160,7 @@ expect() {
   # stderr: one error line naming the input, besides warnings (and mpirun's own lines).
   local errors
   errors=$(grep -v -e '^ptrain: warning:' "$T/stderr" | grep -v -e '^\s*$' || true)
-  if [ "${#mpirun_cmd[@]}" -gt 0 ] && [ "$1" = "${mpirun_cmd[0]}" ]; then
+  if [ "${#mpirun_cmd[@]}" -gt 0 ] && [ "$1" = "${mpirun_cmd[0]}" ] && [ $whole_stderr = 0 ]; then
     errors=$(grep -e '^ptrain: ' <<<"$errors" | sort -u || true)
   fi
   local lines
@@ -170,8 +174,13 @@ expect() {
   elif ! grep -q -F -e "$needle" <<<"$errors"; then
     problems+=("the error does not name '$needle'")
   fi
+  # However long the input, an error is a line a person reads.
+  if [ "$(wc -L <"$T/stderr")" -gt 4096 ]; then problems+=("a line of $(wc -L <"$T/stderr") characters on stderr"); fi
   for text in "${lacks[@]}"; do
     if grep -q -F -e "$text" "$T/stdout" "$T/stderr"; then problems+=("prints '$text'"); fi
+  done
+  for text in "${has[@]}"; do
+    if ! grep -q -F -e "$text" "$T/stdout" "$T/stderr"; then problems+=("does not print '$text'"); fi
   done
   # Nothing written but the files the case allows, which must be whole.
   local allowed='^$'

@@ -358,7 +358,11 @@ new_case; expect simulate "--codec-costs ragged" 2 "codec-costs-ragged.csv" -- \
   "${sim[@]}" --codec fp16 --codec-costs "$fx/plans/codec-costs-ragged.csv"
 
 # ---------------------------------------------------------------- bench allreduce
-ba=("$ptrain" bench allreduce --sizes 4KiB --iters 2 --warmup 0)
+# @SHORT@ stands for the bench's short settings a case does not give itself
+# (a case that gave --iters 0 after --iters 2 was refused for the flag given twice).
+train_short=("${short[@]}")
+short=(--sizes 4KiB --iters 2 --warmup 0)
+ba=("$ptrain" bench allreduce @SHORT@)
 new_case; expect -q bench "allreduce --ranks 100000 (aborted)" 2 "--ranks" -- "${ba[@]}" --ranks 100000
 new_case; expect bench "allreduce --ranks -1" 2 "--ranks" -- "${ba[@]}" --ranks -1
 new_case; expect bench "allreduce --iters 0" 2 "--iters" -- "${ba[@]}" --iters 0
@@ -379,7 +383,8 @@ new_case; echo keep >target && ln -s target b.csv
 expect bench "allreduce --csv a symlink" 2 "--csv" -- "${ba[@]}" --ranks 2 --csv b.csv
 
 # ---------------------------------------------------------------- bench compress
-bc=("$ptrain" bench compress --sizes 4096 --iters 2 --warmup 0)
+short=(--sizes 4096 --iters 2 --warmup 0)
+bc=("$ptrain" bench compress @SHORT@)
 new_case; expect bench "compress --sizes 5G (past the codecs' 32-bit index)" 2 "--sizes" -- "${bc[@]}" --sizes 5G
 new_case; expect -q bench "compress --sizes 4000M (no memory holds it)" 2 "--sizes" -- "${bc[@]}" --sizes 4000M
 new_case; expect bench "compress --sizes -1" 2 "--sizes" -- "${bc[@]}" --sizes -1
@@ -395,6 +400,7 @@ new_case; echo keep >target && ln -s target c.csv
 expect -q bench "compress --csv a symlink (followed)" 2 "--csv" -- "${bc[@]}" --csv c.csv
 new_case; mkdir c.csv
 expect bench "compress --csv a directory" 2 "--csv" -- "${bc[@]}" --csv c.csv
+short=("${train_short[@]}")
 
 # ---------------------------------------------------------------- sweep
 sw=("$ptrain" sweep --data "$fm" --strategies hogwild --threads 2 --batch 32 --lr 0.01 --repetitions 1 --epochs 1)
@@ -436,3 +442,123 @@ new_case; null_device
 expect eval "--report a device (a null device like /dev/null: never replaced)" 2 "--report" -- "$ptrain" eval --model "$T/model.pt" --data "$fm" --report null
 new_case; data_with_images fifo
 expect eval "data with a FIFO (training images unused)" 0 "" -- "$ptrain" eval --model "$T/model.pt" --data d --quiet
+
+# ---------------------------------------------------------------- switches
+# A switch takes true/false, 1/0, yes/no or on/off, and means what it says.
+for flag in --pin --standardize --overlap --dgc-masking --dgc-accumulation --dgc-dense-biases \
+  --topk-error-feedback --async-lr-divide; do
+  case $flag in
+    --dgc-*) extra=(--compress dgc) ;;
+    --topk-*) extra=(--compress topk) ;;
+    --async-*) extra=(--strategy async) ;;
+    *) extra=() ;;
+  esac
+  q=; [ $flag = --pin ] && q=-q
+  new_case; expect $q switch "$flag=bogus (aborted in stoll)" 2 "$flag" -- "$ptrain" train @SHORT@ "${extra[@]}" "$flag=bogus"
+done
+new_case; expect switch "--pin=2 (a count, not a switch value)" 2 "--pin" -- "$ptrain" train @SHORT@ --pin=2
+new_case; expect -q switch "--pin= (empty: was taken as on)" 2 "--pin=" -- "$ptrain" train @SHORT@ --pin=
+new_case; expect switch "--no-pin=bogus" 2 "--no-pin" -- "$ptrain" train @SHORT@ --no-pin=bogus
+new_case; expect switch "--print-plan=bogus" 2 "--print-plan" -- "$ptrain" train @SHORT@ --print-plan=bogus
+new_case; expect switch "simulate --overlap=bogus" 2 "--overlap" -- "$ptrain" simulate --overlap=bogus
+new_case; expect switch "eval --quiet=bogus" 2 "--quiet" -- "$ptrain" eval --model m.pt --data "$fm" --quiet=bogus
+new_case; expect -q switch "--standardize=false is off (was on)" 0 "" --has '"standardize": false' -- \
+  "$ptrain" train @SHORT@ --standardize=false --print-plan
+new_case; expect switch "--pin=0 is off (was on)" 0 "" --has '"pin": false' -- \
+  "$ptrain" train @SHORT@ --pin --pin=0 --print-plan
+new_case; expect switch "--overlap=no is off" 0 "" --has '"overlap": false' -- \
+  "$ptrain" train @SHORT@ --overlap=no --print-plan
+new_case; expect switch "--no-standardize=false is on" 0 "" --has '"standardize": true' -- \
+  "$ptrain" train @SHORT@ --no-standardize=false --print-plan
+
+# ---------------------------------------------------------------- options a command does not use
+sw=("$ptrain" sweep --data "$fm" --strategies hogwild --threads 2 --batch 16 --lr 0.05 --repetitions 1 --epochs 1
+  --csv s.csv)
+new_case; expect -q unused "sweep --backup -1 (no swept strategy has backups: was accepted)" 2 "--backup" -- \
+  "${sw[@]}" --backup -1
+new_case; expect unused "sweep --servers text" 2 "--servers" -- "${sw[@]}" --servers text
+new_case; expect unused "sweep --staleness nan" 2 "--staleness" -- "${sw[@]}" --staleness nan
+new_case; expect unused "sweep --stale-policy drop:abc" 2 "--stale-policy" -- "${sw[@]}" --stale-policy drop:abc
+new_case; expect unused "sweep --warmup-single text" 2 "--warmup-single" -- "${sw[@]}" --warmup-single text
+new_case; expect unused "sweep --allreduce bogus-value" 2 "--allreduce" -- "${sw[@]}" --allreduce bogus-value
+new_case; expect unused "sweep --compress dgc (shared memory compresses nothing)" 2 "--compress" -- "${sw[@]}" --compress dgc
+new_case; expect -q unused "sweep --lr inf (ran the grid, every row crashed)" 2 "--lr" -- \
+  "$ptrain" sweep --data "$fm" --strategies hogwild --threads 2 --batch 16 --lr inf --repetitions 1 --csv s.csv
+new_case; expect -q unused "shm --threads 2 --workers -1 (--workers was ignored)" 2 "--workers" -- \
+  "$ptrain" shm --data "$fm" --epochs 1 --threads 2 --workers -1 --quiet
+new_case; expect unused "shm --workers 3 (ptrain shm counts --threads)" 2 "--workers" -- \
+  "$ptrain" shm --data "$fm" --epochs 1 --workers 3 --quiet
+new_case; expect unused "shm --straggler 1:2 (not a shared-memory option)" 2 "--straggler" -- \
+  "$ptrain" shm --data "$fm" --epochs 1 --straggler 1:2 --quiet
+new_case; expect unused "shm --transport gloo" 2 "--transport" -- "$ptrain" shm --data "$fm" --epochs 1 --transport gloo --quiet
+new_case; expect -q unused "simulate --local-workers -1 (gave the results of 2)" 2 "--local-workers" -- \
+  "$ptrain" simulate --workers 4 --exchange hierarchical --local-workers -1
+new_case; expect unused "--time-limit 5 with hybrid" 2 "--time-limit" -- "$ptrain" train @SHORT@ --time-limit 5
+
+# ---------------------------------------------------------------- empty values
+new_case; expect -q empty "simulate --backward-fraction '' (was the default)" 2 "--backward-fraction" -- \
+  "$ptrain" simulate --backward-fraction ""
+new_case; expect empty "simulate --latency ''" 2 "--latency" -- "$ptrain" simulate --latency ""
+new_case; expect empty "simulate --straggler-mean ''" 2 "--straggler-mean" -- "$ptrain" simulate --straggler-mean ""
+new_case; expect empty "simulate --latency= " 2 "--latency" -- "$ptrain" simulate --latency=
+new_case; expect -q empty "bench allreduce --ranks ''" 2 "--ranks" -- "$ptrain" bench allreduce --sizes 4KiB --ranks ""
+new_case; expect empty "bench allreduce --warmup ''" 2 "--warmup" -- "$ptrain" bench allreduce --sizes 4KiB --warmup ""
+new_case; expect empty "bench compress --warmup ''" 2 "--warmup" -- "$ptrain" bench compress --sizes 4096 --warmup ""
+new_case; expect empty "sweep --threads ''" 2 "--threads" -- \
+  "$ptrain" sweep --data "$fm" --strategies hogwild --threads "" --csv s.csv
+new_case; expect empty "train --batch ''" 2 "--batch" -- "$ptrain" train @SHORT@ --batch ""
+
+# ---------------------------------------------------------------- help
+new_case; expect -q help "shm --help lists the shared-memory strategies only, with shm's defaults" 0 "" \
+  --lacks "hybrid:" --lacks "--straggler" --lacks "--compress" --has "leashed]" --has "[default: 16]" -- \
+  "$ptrain" shm --help
+new_case; expect help "train --help says which strategies stop on time" 0 "" \
+  --has "strategies that stop on time: " -- "$ptrain" train --help
+new_case; expect help "sweep --help has no parameter-server option" 0 "" --lacks "--servers" --lacks "--staleness" -- \
+  "$ptrain" sweep --help
+new_case; expect -q help "--classes 2147483647 names --classes (blamed --hidden)" 2 "--classes" -- \
+  "$ptrain" train "${npy_set[@]}" --classes 2147483647
+new_case; expect -q help "a plan file with a million unknown keys: one short line (was 37 MB)" 2 "more" -- \
+  "$ptrain" train @SHORT@ --config "$fx/plans/plan-million-keys.json"
+
+# ---------------------------------------------------------------- models that do not fit the data
+if [ -f "$fx/models/seven-outputs.pt" ]; then
+  new_case; expect -q model "a model of 7 outputs on 10 classes (exit 75 at the first step)" 2 "seven-outputs.pt" -- \
+    "$ptrain" train @SHORT@ --model "$fx/models/seven-outputs.pt"
+  new_case; expect model "a model of 100 inputs on 28x28 images" 2 "wrong-input.pt" -- \
+    "$ptrain" train @SHORT@ --model "$fx/models/wrong-input.pt"
+  new_case; expect model "shm: a model of 7 outputs" 2 "seven-outputs.pt" -- \
+    "$ptrain" shm --data "$fm" --epochs 1 --model "$fx/models/seven-outputs.pt" --quiet
+fi
+
+# ---------------------------------------------------------------- files a refused run leaves
+new_case; expect -q files "sweep on a missing data directory: no CSV left" 2 "nowhere" -- \
+  "$ptrain" sweep --data nowhere --strategies hogwild --threads 2 --batch 16 --lr 0.05 --repetitions 1 --csv s.csv
+new_case; data_with_images trunc-data
+expect files "sweep on truncated training images: no CSV left" 2 "train-images" -- \
+  "$ptrain" sweep --data d --strategies hogwild --threads 2 --batch 16 --lr 0.05 --repetitions 1 --csv s.csv
+new_case; mkdir d && cp "$fm"/* d/ && cp "$fx/idx/labels-out-of-range" d/train-labels-idx1-ubyte
+expect files "sweep on a label out of range: no CSV left" 2 "train-labels" -- \
+  "$ptrain" sweep --data d --strategies hogwild --threads 2 --batch 16 --lr 0.05 --repetitions 1 --csv s.csv
+new_case; echo "not a model" >m.pt
+expect files "sweep with a model file that is not TorchScript: no CSV left" 2 "m.pt" -- \
+  "$ptrain" sweep --data "$fm" --model m.pt --strategies hogwild --threads 2 --batch 16 --lr 0.05 --repetitions 1 \
+  --csv s.csv
+new_case; expect files "sweep on npy labels out of range: no CSV left" 2 "train-y-negative.npy" -- \
+  "$ptrain" sweep --data-set npy --train-features "$(npy train-x.npy)" --train-labels "$(npy train-y-negative.npy)" \
+  --test-features "$(npy test-x.npy)" --test-labels "$(npy test-y.npy)" --model softmax --strategies hogwild \
+  --threads 2 --batch 16 --lr 0.05 --repetitions 1 --csv s.csv
+new_case; "$ptrain" train --data "$fm" --epochs 1 --batch 32 --workers 2 --checkpoint-dir ck --quiet >/dev/null 2>&1
+cp -r ck copy
+expect -q files "--resume COPY checkpoints into the copy (wrote into the original)" 0 "" --writes-dir copy \
+  --has "checkpoints  copy" -- "$ptrain" train --resume copy --epochs 2
+
+# ---------------------------------------------------------------- one refusal, one line, under mpirun
+if [ ${#mpirun_cmd[@]} -gt 0 ]; then
+  new_case; expect -q mpi "mpirun -q -np 3 ptrain train --strategy sequential: one line (was one a rank and an abort)" \
+    2 "sequential" --whole-stderr -- "${mpirun_cmd[@]}" -q -np 3 "$ptrain" train --data "$fm" --strategy sequential
+  new_case; expect mpi "mpirun -q -np 3, a bad flag: one line" 2 "--epochs" --whole-stderr -- \
+    "${mpirun_cmd[@]}" -q -np 3 "$ptrain" train --data "$fm" --epochs nan
+  new_case; expect mpi "mpirun -q -np 2 ptrain sweep: one line" 2 "mpirun" --whole-stderr -- \
+    "${mpirun_cmd[@]}" -q -np 2 "$ptrain" sweep --data "$fm" --csv s.csv
+fi

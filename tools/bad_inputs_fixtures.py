@@ -153,3 +153,20 @@ plans = {
 }
 for name, data in plans.items():
     write(f"plans/{name}", data)
+
+# A plan file with a million unknown keys (its error named every one: a line of 37 MB).
+junk = b"{" + b",".join(b'"k%d": 1' % i for i in range(1000000)) + b"}"
+write("plans/plan-million-keys.json", junk)
+
+# TorchScript models that do not fit Fashion-MNIST (10 classes of 1x28x28),
+# with Debian's python3-torch when it is there.
+try:
+    import torch
+
+    torch.manual_seed(0)
+    seven = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 7))  # 7 outputs for 10 classes
+    torch.jit.save(torch.jit.script(seven), path("models/seven-outputs.pt"))
+    wrong_input = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(100, 10))  # 100 inputs, not 784
+    torch.jit.save(torch.jit.script(wrong_input), path("models/wrong-input.pt"))
+except ImportError:
+    pass
