@@ -18,7 +18,8 @@
 #     diverged run's report) may appear, complete.
 #   tools/bad_inputs.sh [BUILD_DIR]
 #     env: QUICK=1 runs the cases marked quick (the ctest subset);
-#          ONLY=REGEX runs the cases whose name matches; LIMIT=seconds per case
+#          ONLY=REGEX runs the cases whose name matches; KINDS=REGEX those whose
+#          kind matches (KINDS='^(switch|empty)$'); LIMIT=seconds per case
 #          (default 60); OUT=FILE also writes the table there.
 # Prints a markdown table (case, command, expected, outcome) and a summary
 # line per kind; exits non-zero when any case fails.
@@ -29,6 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3
 quick=${QUICK:-0}
 only=${ONLY:-}
+kinds=${KINDS:-}
 limit=${LIMIT:-60}
 out=${OUT:-}
 [ -x "$ptrain" ] || { echo "bad_inputs.sh: no $ptrain (build first)" >&2; exit 2; }
@@ -126,7 +128,8 @@ expect() {
     done
   done
   set -- "${cmd[@]}"
-  if { [ "$quick" = 1 ] && [ $is_quick = 0 ]; } || { [ -n "$only" ] && ! [[ $name =~ $only ]]; }; then
+  if { [ "$quick" = 1 ] && [ $is_quick = 0 ]; } || { [ -n "$only" ] && ! [[ $name =~ $only ]]; } ||
+    { [ -n "$kinds" ] && ! [[ $kind =~ $kinds ]]; }; then
     cd "$T" && rm -rf "$C"
     return
   fi

@@ -494,6 +494,8 @@ new_case; expect unused "shm --transport gloo" 2 "--transport" -- "$ptrain" shm 
 new_case; expect -q unused "simulate --local-workers -1 (gave the results of 2)" 2 "--local-workers" -- \
   "$ptrain" simulate --workers 4 --exchange hierarchical --local-workers -1
 new_case; expect unused "--time-limit 5 with hybrid" 2 "--time-limit" -- "$ptrain" train @SHORT@ --time-limit 5
+new_case; expect unused "--log-every 3 with hogwild (was ignored)" 2 "--log-every" -- \
+  "$ptrain" train @SHORT@ --strategy hogwild --log-every 3
 
 # ---------------------------------------------------------------- empty values
 new_case; expect -q empty "simulate --backward-fraction '' (was the default)" 2 "--backward-fraction" -- \

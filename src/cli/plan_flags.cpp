@@ -109,6 +109,7 @@ constexpr RunFieldTrait kRunFieldTraits[] = {
     {"--transport", distributed, "strategies that run as MPI ranks"},
     {"--backend", distributed, "strategies that run as MPI ranks"},
     {"--straggler", trainer_strategy, "the trainer's strategies"},
+    {"--log-every", trainer_strategy, "the trainer's strategies"},
 };
 
 // Every flag the command offers, with the defaults of `defaults`. A run field

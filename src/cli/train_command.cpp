@@ -204,10 +204,12 @@ RunPlan planned(const TrainCommand& c) {
     throw Error(fmt::format("--strategy {}: ptrain shm runs the shared-memory strategies ({}); ptrain train runs "
                             "every strategy",
                             StrategyRegistry::name_of(plan.strategy), shared_memory_strategies()));
-  check_plan(plan).throw_if_any([&](const std::string& field) {
-    if (c.shared_memory_only && field == "run.workers") return std::string("--threads");
-    return PlanFlags::flag_of(field, plan);
-  });
+  const Problems checked = check_plan(plan);
+  if (!checked.empty())  // the fields each problem names, and those its words name, as flags
+    throw Error(with_flags(checked.joined([&](const std::string& field) {
+      if (c.shared_memory_only && field == "run.workers") return std::string("--threads");
+      return PlanFlags::flag_of(field, plan);
+    }), plan));
   if (!c.report_path.empty() && !c.print_plan) check_writable(c.report_path);
   if (!c.progress_lines.empty() && !c.print_plan) ProgressLines::check(c.progress_lines);
   return plan;

@@ -70,6 +70,10 @@ Problems check_plan(const RunPlan& plan) {
     problems.add("run.straggler_rank", fmt::format("applies to the trainer's workers, not the threads of the "
                                                    "shared-memory strategy {}",
                                                    strategy));
+  if (run.log_every != RunControls{}.log_every && shared_memory_config(plan.strategy))
+    problems.add("run.log_every", fmt::format("applies to the trainer's workers; the shared-memory strategy {} "
+                                              "records the loss at each loss check (strategy.check_every)",
+                                              strategy));
   if (!run.checkpoint_every.off() && run.checkpoint_dir.empty())
     problems.add("run.checkpoint_every", "applies only with a checkpoint directory (run.checkpoint_dir)");
   if (!run.checkpoint_dir.empty() && !checkpoints(plan.strategy))

@@ -775,6 +775,8 @@ TEST(PtrainCli, ACommandOffersOnlyTheOptionsItUses) {
       {sweep + "--lr inf", "--lr must be finite (got inf)"},
       {"shm --threads 2 --workers -1", "--workers"},
       {"shm --straggler 1:2", "--straggler"},
+      {"shm --log-every 3", "--log-every: ptrain shm has no such option"},
+      {"train --strategy hogwild --log-every 3", "--log-every applies to the trainer's workers"},
       {"simulate --exchange hierarchical --local-workers -1", "--local-workers: Value -1 not in range"},
   });
   EXPECT_FALSE(std::filesystem::exists(dir.file("s.csv")));
