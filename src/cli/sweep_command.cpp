@@ -47,17 +47,20 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
   cmd->option_defaults()->always_capture_default();
   cmd->add_option("--strategies", o.strategies, "Comma-separated shared-memory strategies")
       ->delimiter(',')
+      ->type_name("NAME,...")
       ->group("Sweep");
   // Counts are range-checked as text: CLI11 reads -1 into a size_t as 2^64 - 1.
   cmd->add_option("--threads", o.threads, "Comma-separated thread counts (seq: 1)")
       ->delimiter(',')
       ->check(CLI::Range(1, kMaxThreads))
+      ->type_name("INT,...")
       ->group("Sweep");
   cmd->add_option("--batch", o.batches, "Comma-separated batch sizes")
       ->delimiter(',')
       ->check(CLI::Range(size_t{1}, size_t{1} << 40))
+      ->type_name("INT,...")
       ->group("Sweep");
-  cmd->add_option("--lr", o.lrs, "Comma-separated step sizes")->delimiter(',')->group("Sweep");
+  cmd->add_option("--lr", o.lrs, "Comma-separated step sizes")->delimiter(',')->type_name("NUMBER,...")->group("Sweep");
   cmd->add_option("--repetitions", o.repetitions, "Runs of each point, with seeds seed, seed + 1, ...")
       ->check(CLI::Range(1, kMaxRuns))
       ->group("Sweep");
