@@ -24,6 +24,7 @@ struct Slot {
 };
 Slot slots[kSlots];
 std::atomic<bool> dying{false};
+std::atomic<bool> announced{false};  // the first handler has written its line
 bool announce_signal = true;  // set before the handlers are installed
 
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
@@ -36,14 +37,18 @@ void write_text(const char* text) {
 
 extern "C" void on_signal(int sig) {
   // Two signals (timeout's and the shell's) may reach two threads at once:
-  // both remove the files, the first alone says so.
+  // both remove the files; the first says so, and the other waits until it
+  // has (ending the process first would leave the line unsaid).
   const bool first = !dying.exchange(true);
   for (Slot& slot : slots)
     if (slot.state.load() == kHeld) ::unlink(slot.path);
-  if (announce_signal && first)
+  if (first && announce_signal)
     write_text(sig == SIGINT    ? "ptrain: error: stopped by SIGINT\n"
              : sig == SIGTERM ? "ptrain: error: stopped by SIGTERM\n"
                               : "ptrain: error: stopped by SIGHUP\n");
+  if (first) announced.store(true);
+  while (!announced.load()) {
+  }
   // End as the signal would have: the earlier handler, else the default action.
   for (size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i)
     if (kSignals[i] == sig) ::sigaction(sig, &previous[i], nullptr);
