@@ -9,6 +9,21 @@ namespace ptrain {
 
 ProgressDisplay::ProgressDisplay(std::FILE* out) : out_(out), terminal_(::isatty(::fileno(out)) != 0) {}
 
+std::string ProgressDisplay::time_left(const Progress& p) {
+  const size_t done = (p.epoch - 1) * p.steps_per_epoch + p.step;
+  const size_t all = p.epochs * p.steps_per_epoch;
+  if (!first_step_) {
+    first_step_ = done;
+    since_first_.reset();
+  }
+  const double seconds = since_first_.seconds();
+  if (done <= *first_step_ || seconds < 0.5 || all < done) return "";
+  const auto left = static_cast<long long>(seconds / static_cast<double>(done - *first_step_) *
+                                           static_cast<double>(all - done) + 0.5);
+  if (left >= 3600) return fmt::format("  ETA {}:{:02}:{:02}", left / 3600, left / 60 % 60, left % 60);
+  return fmt::format("  ETA {}:{:02}", left / 60, left % 60);
+}
+
 void ProgressDisplay::progress(const Progress& p) {
   const double fraction = static_cast<double>(p.step) / static_cast<double>(p.steps_per_epoch);
   if (terminal_) {
@@ -16,8 +31,8 @@ void ProgressDisplay::progress(const Progress& p) {
     const int filled = static_cast<int>(fraction * kWidth);
     std::string bar(static_cast<size_t>(filled), '=');
     if (filled < kWidth) bar += '>' + std::string(static_cast<size_t>(kWidth - filled - 1), ' ');
-    fmt::print(out_, "\repoch {}/{} [{}] {:3.0f}%  loss {:.4f}  {:.0f} samples/s\x1b[K", p.epoch, p.epochs,
-               bar, 100 * fraction, p.loss, p.samples_per_s);
+    fmt::print(out_, "\repoch {}/{} [{}] {:3.0f}%  loss {:.4f}  {:.0f} samples/s{}\x1b[K", p.epoch, p.epochs,
+               bar, 100 * fraction, p.loss, p.samples_per_s, time_left(p));
     std::fflush(out_);
     return;
   }

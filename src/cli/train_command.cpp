@@ -301,6 +301,8 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
       write_json_file(c.report_path, make_report(ran, world, result, {command_line, started_at}));
       if (!c.quiet) fmt::print("  report       {}\n", c.report_path);
     }
+    if (!c.progress_lines.empty() && c.progress_lines != "-" && !c.quiet)
+      fmt::print("  progress     {} (JSON lines)\n", c.progress_lines);
     if (result.diverged) fmt::print(stderr, "ptrain: error: training diverged: {}\n", result.diverged_why);
     return status;
   } catch (const InterruptedError& e) {

@@ -826,3 +826,32 @@ TEST(PtrainCli, UnderMpirunARefusalIsOneLine) {
 
 }  // namespace
 }  // namespace ptrain
+
+namespace ptrain {
+namespace {
+
+// On a terminal the progress bar says how long training has left; in a log
+// (not a terminal) the lines hold no escape codes and no bar. The summary
+// says where the progress lines went.
+TEST(PtrainCli, ProgressShowsTheTimeLeftOnATerminalAndPlainLinesElsewhere) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  if (std::system("command -v script >/dev/null") != 0) GTEST_SKIP() << "no script(1) for a terminal";
+  test::ScratchDir dir;
+  const std::string args = " train --workers 2 --epochs 3 --train-samples 30000 --progress-lines " + dir.file("p.jsonl");
+  // script(1) runs the command on a pseudo-terminal and copies what it printed.
+  const std::string command =
+      "script -qec \"" + std::string(PTRAIN_EXE) + args + "\" /dev/null >" + dir.file("terminal.txt") + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  const auto bytes = test::read_bytes(dir.file("terminal.txt"));
+  const std::string terminal(bytes.begin(), bytes.end());
+  EXPECT_NE(terminal.find('\r'), std::string::npos) << terminal.substr(0, 400);
+  EXPECT_NE(terminal.find("  ETA 0:"), std::string::npos) << terminal.substr(0, 400);
+  const Outcome plain = run_ptrain(args.substr(1));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(plain.out.find("ETA"), std::string::npos);
+  EXPECT_NE(plain.out.find("  progress     " + dir.file("p.jsonl") + " (JSON lines)"), std::string::npos) << plain.out;
+}
+
+}  // namespace
+}  // namespace ptrain
