@@ -21,7 +21,7 @@
 namespace {
 
 // The subcommands that run in one process: under mpirun each rank would run
-// its own copy, so they refuse at once, before MPI starts.
+// its own copy, so they refuse before parsing anything else.
 bool single_process_command(int argc, char** argv) {
   if (argc < 2) return false;
   const std::string first = argv[1];
@@ -75,13 +75,6 @@ void print_error(const char* kind, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (ptrain::launched_by_mpi() && single_process_command(argc, argv)) {
-    // Before MPI starts, every rank ends alike: one of them says why.
-    if (ptrain::launcher_rank() == 0)
-      print_error("error", fmt::format("ptrain {}{} runs in one process; start it without mpirun", argv[1],
-                                       std::string(argv[1]) == "bench" ? " compress" : ""));
-    return ptrain::kExitInput;
-  }
   const std::vector<std::string> command_line(argv, argv + argc);
   // A SIGINT or SIGTERM leaves no temporary file (a checkpoint or report half written).
   ptrain::remove_temporary_files_on_signals(/*announce=*/!ptrain::launched_by_mpi());
@@ -89,6 +82,15 @@ int main(int argc, char** argv) {
   std::unique_ptr<ptrain::MpiRuntime> mpi;
   if (ptrain::launched_by_mpi()) {
     mpi = std::make_unique<ptrain::MpiRuntime>(&argc, &argv);
+    // Every rank refuses alike, rank 0 says why, and all end through
+    // MPI_Finalize: a rank that ended before rank 0 had spoken (without MPI)
+    // made mpirun kill rank 0 before its line now and then.
+    if (single_process_command(argc, argv)) {
+      if (mpi->rank() == 0)
+        print_error("error", fmt::format("ptrain {}{} runs in one process; start it without mpirun", argv[1],
+                                         std::string(argv[1]) == "bench" ? " compress" : ""));
+      return ptrain::kExitInput;
+    }
     if (mpi->rank() == 0 && !mpi->transport().warning.empty())
       fmt::print(stderr, "ptrain: warning: {}\n", mpi->transport().warning);
   }

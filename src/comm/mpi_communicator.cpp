@@ -113,12 +113,6 @@ bool launched_by_mpi() {
   return false;
 }
 
-int launcher_rank() {
-  for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char* text = std::getenv(variable)) return std::atoi(text);
-  return 0;
-}
-
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   // Before MPI_Init, which reads the transport settings from the environment.
   transport_ = &apply_mpi_transport();

@@ -21,8 +21,6 @@ namespace ptrain {
 
 // True when this process was started by mpirun / an MPI launcher.
 bool launched_by_mpi();
-// This process's rank as the launcher numbered it, read before MPI starts (0 when it does not say).
-int launcher_rank();
 
 // MPI_Init_thread on construction and MPI_Finalize on destruction (once per
 // process). Before MPI_Init it chooses the network the ranks may use
