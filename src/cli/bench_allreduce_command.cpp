@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -17,7 +16,6 @@
 #include "comm/hierarchical_communicator.hpp"
 #include "comm/local_group.hpp"
 #include "comm/mpi_communicator.hpp"
-#include "comm/mpi_transport.hpp"
 #include "comm/worker_links.hpp"
 #include "core/error.hpp"
 #include "core/memory_size.hpp"
@@ -219,8 +217,7 @@ int run_bench_allreduce_command(BenchAllreduceOptions& o) {
   if (o.transport != "auto" && o.transport != "mpi" && o.transport != "gloo")
     throw Error("--transport: unknown transport '" + o.transport + "' (choose auto, mpi or gloo)");
   // As training chooses (run/world.cpp), so that measuring the link first measures what training will use.
-  const bool over_gloo = o.transport == "gloo" || (o.transport == "auto" && o.backend == "mpi" && gloo_available() &&
-                                                   rank_placement(std::getenv) == RankPlacement::SeveralHosts);
+  const bool over_gloo = o.transport == "gloo" || (o.transport == "auto" && o.backend == "mpi" && gloo_by_default());
   if (o.local_workers < 1 || o.local_workers > 256)
     throw Error(fmt::format("--local-workers must be between 1 and 256 (got {})", o.local_workers));
   if (o.backend == "mpi") {

@@ -21,15 +21,23 @@
 // is unusable. interrupt() takes effect at the next call or at the end of the
 // wait under way (Gloo cannot cut a wait short without leaving its
 // connections half-used), with the interrupt's reason as the error.
+#include <cstdlib>
 #include <memory>
 
 #include "comm/communicator.hpp"
 #include "comm/mpi_communicator.hpp"
+#include "comm/mpi_transport.hpp"
 
 namespace ptrain {
 
 // Whether this build has Gloo (libgloo-dev found when it was configured).
 bool gloo_available();
+// What the auto transport takes for all-reduces between ranks (training
+// without parameter servers, and bench allreduce): Gloo's when this build has
+// it and the ranks span several hosts, MPI's otherwise.
+inline bool gloo_by_default() {
+  return gloo_available() && rank_placement(std::getenv) == RankPlacement::SeveralHosts;
+}
 
 // Collective over `control`'s ranks, in the same order on every rank: each
 // makes its connections and learns everyone's addresses through `control`,

@@ -90,9 +90,8 @@ World make_world(const RunPlan& plan) {
                             strategy));
   if (run.transport == Transport::Gloo && !gloo_available())
     throw PlanError("run.transport gloo: this ptrain was built without Gloo (install libgloo-dev and build it again)");
-  const bool gloo = run.transport == Transport::Gloo ||
-                    (run.transport == Transport::Auto && gloo_available() && world.servers == 0 &&
-                     rank_placement(std::getenv) == RankPlacement::SeveralHosts);
+  const bool gloo =
+      run.transport == Transport::Gloo || (run.transport == Transport::Auto && world.servers == 0 && gloo_by_default());
   const MpiTransport* transport = mpi_transport_in_use();
   world.transport = transport ? transport->description : "MPI initialised by the caller: its transport as MPI chose";
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
