@@ -7,6 +7,7 @@
 #include "cli/bench_allreduce_command.hpp"
 #include "cli/bench_compress_command.hpp"
 #include "cli/eval_command.hpp"
+#include "cli/plot_command.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/strict_options.hpp"
 #include "cli/sweep_command.hpp"
@@ -114,6 +115,10 @@ int main(int argc, char** argv) {
   auto* bench_allreduce = ptrain::add_bench_allreduce_command(*bench, bench_allreduce_options);
   ptrain::BenchCompressOptions bench_compress_options;
   auto* bench_compress = ptrain::add_bench_compress_command(*bench, bench_compress_options);
+  ptrain::PlotCommand plot_command;
+  auto* plot = ptrain::add_plot_command(app, plot_command);
+  ptrain::PlotCommand report_command;
+  auto* report = ptrain::add_report_command(app, report_command);
   ptrain::check_every_option(app);
   // Whatever is refused before training is refused alike on every rank: rank 0 says it.
   const bool speaks = !mpi || mpi->rank() == 0;
@@ -141,6 +146,8 @@ int main(int argc, char** argv) {
     if (eval->parsed()) return ptrain::run_eval_command(eval_command, command_line);
     if (bench_allreduce->parsed()) return ptrain::run_bench_allreduce_command(bench_allreduce_options);
     if (bench_compress->parsed()) return ptrain::run_bench_compress_command(bench_compress_options);
+    if (plot->parsed()) return ptrain::run_plot_command(plot_command);
+    if (report->parsed()) return ptrain::run_plot_command(report_command);
   } catch (const ptrain::PlanError& e) {
     // Every rank refused the same plan before talking to another: each ends
     // here (MPI_Finalize, no abort), and the launcher passes the status on.
