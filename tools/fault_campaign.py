@@ -24,7 +24,7 @@ Fault kinds (each trial picks a configuration and a backend in turn):
              resume must skip it with one warning line and take the one before.
 Every trial then resumes (`ptrain train --resume`) and compares the final
 parameters' hash with the uninterrupted run's. The steps lost are the step the
-run had reached (its --progress-lines file) minus the step it resumed at.
+run had reached (its --metrics file, a line a step) minus the step it resumed at.
 
 Prints a markdown table per fault kind; exits 1 when any trial failed, 77 when
 all passed but the disk-full trials were skipped (not root, or no tmpfs).
@@ -242,7 +242,8 @@ class Campaign:
         fail = t["failures"].append
         ckpt = os.path.join(base, "ckpt")
         progress = os.path.join(base, "progress.jsonl")
-        extra = ["--checkpoint-dir", ckpt, "--checkpoint-every", str(self.args.every), "--progress-lines", progress,
+        extra = ["--checkpoint-dir", ckpt, "--checkpoint-every", str(self.args.every), "--metrics", progress,
+                 "--log-every", "1",
                  "--report", os.path.join(base, "run.json")]
         if kind == "stop":
             extra += ["--comm-timeout", str(STOP_TIMEOUT_S)]
@@ -351,7 +352,7 @@ class Campaign:
             report_path = os.path.join(base, "run.json")
             t["resumed_at"] = t["reached"]
         else:
-            resume = ["--resume", ckpt, "--report", os.path.join(base, "resumed.json"), "--progress-lines",
+            resume = ["--resume", ckpt, "--report", os.path.join(base, "resumed.json"), "--metrics",
                       os.path.join(base, "resumed.jsonl")]
             if kind == "disk-full":
                 if self.rng.random() < 0.5:

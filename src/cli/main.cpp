@@ -11,6 +11,7 @@
 #include "cli/simulate_command.hpp"
 #include "cli/strict_options.hpp"
 #include "cli/sweep_command.hpp"
+#include "cli/terminal.hpp"
 #include "cli/train_command.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
@@ -70,7 +71,8 @@ std::string parse_error_line(const CLI::App& app, const CLI::App& train, const C
 
 // One line, at most a few thousand characters, whatever the input held.
 void print_error(const char* kind, const std::string& message) {
-  fmt::print(stderr, "ptrain: {}: {}\n", kind, ptrain::bounded_line(message));
+  fmt::print(stderr, "ptrain: {}: {}\n", ptrain::painted(stderr, ptrain::Colour::Red, kind),
+             ptrain::bounded_line(message));
 }
 
 }  // namespace
@@ -93,7 +95,8 @@ int main(int argc, char** argv) {
       return ptrain::kExitInput;
     }
     if (mpi->rank() == 0 && !mpi->transport().warning.empty())
-      fmt::print(stderr, "ptrain: warning: {}\n", mpi->transport().warning);
+      fmt::print(stderr, "ptrain: {}: {}\n", ptrain::painted(stderr, ptrain::Colour::Yellow, "warning"),
+                 mpi->transport().warning);
   }
   CLI::App app{"ptrain: train neural networks with many workers (all-reduce, parameter servers, shared-memory async SGD)", "ptrain"};
   app.set_version_flag("--version", fmt::format("ptrain {} (commit {})", ptrain::build_info().version,

@@ -1,13 +1,14 @@
 #include "cli/progress_display.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <string>
 
+#include "cli/terminal.hpp"
+
 namespace ptrain {
 
-ProgressDisplay::ProgressDisplay(std::FILE* out) : out_(out), terminal_(::isatty(::fileno(out)) != 0) {}
+ProgressDisplay::ProgressDisplay(std::FILE* out) : out_(out), terminal_(redraws(out)) {}
 
 std::string ProgressDisplay::time_left(const Progress& p) {
   const size_t done = (p.epoch - 1) * p.steps_per_epoch + p.step;

@@ -75,12 +75,12 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
                   "the target (written when the sweep ends)")
       ->check(non_empty_path())
       ->group("Sweep");
-  // A sweep resumes by its CSV; its runs' checkpoints would mix in one directory.
+  // A sweep resumes by its CSV; its runs' checkpoints, metrics and timelines would mix in one file.
   o.flags = std::make_unique<PlanFlags>(
       *cmd, PlanFlags::Scope{sweep_default_plan(),
                              [](const StrategyChoice& s) { return shared_memory_config(s).has_value(); },
                              {"--strategy", "--workers", "--batch", "--lr", "--save", "--checkpoint-dir",
-                              "--checkpoint-every", "--checkpoint-keep"}});
+                              "--checkpoint-every", "--checkpoint-keep", "--metrics", "--timeline"}});
   return cmd;
 }
 

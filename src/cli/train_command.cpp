@@ -7,7 +7,7 @@
 
 #include "cli/path_option.hpp"
 #include "cli/progress_display.hpp"
-#include "cli/progress_lines.hpp"
+#include "cli/terminal.hpp"
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 #include "model/blas_check.hpp"
@@ -86,6 +86,15 @@ void print_summary(const RunPlan& plan, const RunResult& result) {
     fmt::print("  saved        {} (ptrain eval --model {})\n", plan.run.save_model, plan.run.save_model);
 }
 
+// Where the run's files went, after the report's line.
+void print_outputs(const RunPlan& plan) {
+  if (!plan.run.metrics.empty() && plan.run.metrics != "-")
+    fmt::print("  metrics      {} (JSON lines; ptrain plot {} -o loss.png)\n", plan.run.metrics, plan.run.metrics);
+  if (!plan.run.timeline.empty())
+    fmt::print("  timeline     {} (Chrome trace events: open in ui.perfetto.dev or chrome://tracing)\n",
+               plan.run.timeline);
+}
+
 }  // namespace
 
 std::string with_flags(const std::string& message, const RunPlan& plan) {
@@ -118,14 +127,6 @@ void add_output_options(CLI::App* cmd, TrainCommand& c) {
       ->type_name("DIR")
       ->check(non_empty_path());
   cmd->add_option("--report", c.report_path, "Write the JSON run report to this file")
-      ->group("Output")
-      ->type_name("FILE")
-      ->check(non_empty_path());
-  cmd->add_option(
-         "--progress-lines", c.progress_lines,
-         "Append the run's progress to this file as JSON lines, each flushed at once: a start line, one "
-         "per step of worker 0, per committed checkpoint and per epoch, and an end or error line "
-         "(- : standard output; see README)")
       ->group("Output")
       ->type_name("FILE")
       ->check(non_empty_path());
@@ -211,7 +212,6 @@ RunPlan planned(const TrainCommand& c) {
       return PlanFlags::flag_of(field, plan);
     }), plan));
   if (!c.report_path.empty() && !c.print_plan) check_writable(c.report_path);
-  if (!c.progress_lines.empty() && !c.print_plan) ProgressLines::check(c.progress_lines);
   return plan;
 }
 
@@ -231,19 +231,16 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     return 0;
   }
   const std::string started_at = utc_now();
-  std::unique_ptr<ProgressLines> lines;  // on the reporting process
   try {
     World world = make_world(plan);
-    if (!c.progress_lines.empty() && world.reports())
-      lines = std::make_unique<ProgressLines>(c.progress_lines);
     const bool speaker = world.reports() && !c.quiet;
     const BlasInfo blas = detect_blas();
     if (blas.is_reference && world.reports())
       fmt::print(stderr,
-                 "ptrain: warning: the reference BLAS is loaded ({}); training runs many times slower. Select "
+                 "ptrain: {}: the reference BLAS is loaded ({}); training runs many times slower. Select "
                  "OpenBLAS: update-alternatives --set libblas.so.3-x86_64-linux-gnu "
                  "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3\n",
-                 blas.library);
+                 painted(stderr, Colour::Yellow, "warning"), blas.library);
     if (world.backend == Backend::Mpi && world.servers > 0 && !c.quiet) {
       fmt::print("ptrain: rank {} of {}: {}\n", world.rank(), world.ranks->size(),
                  world.is_server() ? fmt::format("parameter server shard {}", world.rank() - world.workers)
@@ -254,7 +251,9 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     ProgressDisplay display(stdout);
     size_t epochs = 0;  // the run's, as the progress reports tell
     RunCallbacks callbacks;
-    callbacks.on_warning = [](const std::string& line) { fmt::print(stderr, "ptrain: warning: {}\n", line); };
+    callbacks.on_warning = [](const std::string& line) {
+      fmt::print(stderr, "ptrain: {}: {}\n", painted(stderr, Colour::Yellow, "warning"), line);
+    };
     if (speaker) {
       callbacks.on_start = [&](const RunStart& s) {
         fmt::print("ptrain: {} model ({} parameters), {} strategy, {}, {} compute thread(s) each; BLAS {}\n", s.model,
@@ -274,26 +273,9 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
         std::fflush(stdout);
       };
     }
-    if (lines) {
-      // Beside the display (or alone, with --quiet).
-      auto then = [](auto first, auto second) {
-        return [first, second](const auto& what) {
-          if (first) first(what);
-          second(what);
-        };
-      };
-      ProgressLines& out = *lines;
-      callbacks.on_start = then(callbacks.on_start, [&out](const RunStart& s) { out.start(s); });
-      callbacks.on_epoch_end = then(callbacks.on_epoch_end, [&out](const EpochMetrics& m) { out.epoch(m); });
-      callbacks.on_loss_check =
-          then(callbacks.on_loss_check, [&out](const LossCheck& l) { out.loss_check(l); });
-      callbacks.on_step = [&out](const StepDone& s) { out.step(s); };
-      callbacks.on_checkpoint = [&out](const CheckpointDone& d) { out.checkpoint(d); };
-    }
     RunInputs inputs;
     inputs.resume = c.resume_dir;
     const RunResult result = run(plan, world, callbacks, inputs);
-    if (lines) lines->end(result);
     const int status = result.diverged ? kExitDiverged : kExitOk;
     if (!world.reports()) return status;
     if (!c.quiet) print_summary(ran, result);
@@ -301,24 +283,21 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
       write_json_file(c.report_path, make_report(ran, world, result, {command_line, started_at}));
       if (!c.quiet) fmt::print("  report       {}\n", c.report_path);
     }
-    if (!c.progress_lines.empty() && c.progress_lines != "-" && !c.quiet)
-      fmt::print("  progress     {} (JSON lines)\n", c.progress_lines);
-    if (result.diverged) fmt::print(stderr, "ptrain: error: training diverged: {}\n", result.diverged_why);
+    if (!c.quiet) print_outputs(ran);
+    if (result.diverged)
+      fmt::print(stderr, "ptrain: {}: training diverged: {}\n", painted(stderr, Colour::Red, "error"),
+                 result.diverged_why);
     return status;
   } catch (const InterruptedError& e) {
     const std::string message = with_flags(e.what(), plan);
-    if (lines) lines->error(kExitRetry, message);
     throw InterruptedError(message);
   } catch (const PlanError& e) {
     const std::string message = with_flags(e.what(), plan);
-    if (lines) lines->error(kExitInput, message);
     throw PlanError(message);
   } catch (const Error& e) {
     const std::string message = with_flags(e.what(), plan);
-    if (lines) lines->error(kExitInput, message);
     throw Error(message);
   } catch (const std::exception& e) {
-    if (lines) lines->error(kExitInternal, e.what());
     throw;
   }
 }

@@ -16,7 +16,6 @@ struct TrainCommand {
   std::string config_path;  // a plan file or a run report to start from
   std::string resume_dir;   // continue from the newest intact checkpoint there
   std::string report_path;
-  std::string progress_lines;  // JSON lines of the run's progress, to this file ("-": stdout)
   bool print_plan = false;  // print the plan as JSON and stop
   bool quiet = false;
   std::unique_ptr<PlanFlags> flags;

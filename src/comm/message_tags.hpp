@@ -17,6 +17,7 @@ enum MessageTag : int {
   kTagHierarchicalEntry = 10,  // the tokens of the entry check between ranks (hierarchical backend)
   kTagPsRequest = 20,  // worker to parameter-server shard (ps/ps_protocol.hpp)
   kTagPsReply = 21,    // shard to worker
+  kTagClockSync = 22,  // the timeline's clock readings between rank 0 and the others (run/timeline_file.hpp)
 };
 
 // Every tag above is below this. The hierarchical backend sends a message
@@ -48,6 +49,8 @@ inline std::string tag_name(int tag) {
       return "parameter-server request";
     case kTagPsReply:
       return "parameter-server reply";
+    case kTagClockSync:
+      return "timeline clock reading";
   }
   return "message with tag " + std::to_string(tag);
 }

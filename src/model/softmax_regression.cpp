@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/timeline.hpp"
 
 namespace ptrain {
 
@@ -62,6 +63,7 @@ float SoftmaxRegression::forward_backward(const Batch& batch) {
   if (batch.size() == 0) throw Error("softmax model: empty batch");
   if (batch.features.size() != batch.size() * features_)
     throw Error("softmax model: batch samples do not have " + std::to_string(features_) + " features");
+  TimelineSpan span("forward and backward");  // one loop does both
   std::fill(grads_.begin(), grads_.end(), 0.0f);
   float* gw = grads_.data();
   float* gb = grads_.data() + features_ * static_cast<size_t>(classes_);

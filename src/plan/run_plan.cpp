@@ -74,6 +74,10 @@ Problems check_plan(const RunPlan& plan) {
     problems.add("run.log_every", fmt::format("applies to the trainer's workers; the shared-memory strategy {} "
                                               "records the loss at each loss check (strategy.check_every)",
                                               strategy));
+  if (run.timeline == "-")
+    problems.add("run.timeline", "- : a timeline is written whole when the run ends, to a file; give its path");
+  if (!run.metrics.empty() && run.metrics != "-" && run.metrics == run.timeline)
+    problems.add("run.timeline", fmt::format("{}: is also run.metrics; give each its own file", run.timeline));
   if (!run.checkpoint_every.off() && run.checkpoint_dir.empty())
     problems.add("run.checkpoint_every", "applies only with a checkpoint directory (run.checkpoint_dir)");
   if (!run.checkpoint_dir.empty() && !checkpoints(plan.strategy))

@@ -75,6 +75,8 @@ struct RunControls {
   int max_rollbacks = 3;           // then a divergence stops the run
   int max_restarts = 0;            // threads: restarts from the last checkpoint after a worker failed
   std::string save_model;      // write the trained model here, a TorchScript module ("": not saved)
+  std::string metrics;   // the run as it goes, JSON lines (run/metrics_stream.hpp; "-": standard output)
+  std::string timeline;  // what each worker did when, Chrome trace events (run/timeline_file.hpp)
   template <class Self, class Visit>
   static void fields(Self& s, Visit&& visit) {
     visit("backend", s.backend, "auto, local (threads) or mpi (ranks under mpirun)", Range{});
@@ -135,6 +137,17 @@ struct RunControls {
     visit("save_model", s.save_model,
           "write the trained model to this file, a TorchScript module with the input preprocessing built in "
           "(Python's torch.jit.load runs it; ptrain eval evaluates it)",
+          Range{});
+    visit("metrics", s.metrics,
+          "write the run as it goes to this file as JSON lines, each flushed at once: the plan, a loss every "
+          "log_every steps (shared-memory strategies: each loss check), each epoch's evaluation, each committed "
+          "checkpoint and the end, so a killed run keeps its curve (- : standard output; a resumed run appends)",
+          Range{});
+    visit("timeline", s.timeline,
+          "write what each worker did when to this file as Chrome trace events (open it in Perfetto or "
+          "chrome://tracing): forward, backward, each bucket's encode, all-reduce and decode, the waits, the "
+          "optimizer, parameter-server pushes and pulls, checkpoints, evaluation; under mpirun every rank's, on "
+          "one clock",
           Range{});
   }
 };

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/timeline.hpp"
 
 namespace ptrain {
 
@@ -58,11 +59,13 @@ void PsClient::init(std::span<const float> params) {
 }
 
 PsDecision PsClient::begin() {
+  TimelineSpan span("go-ahead");
   send(0, {PsRequestKind::Begin, static_cast<uint32_t>(worker()), 0, 0});
   return ps_header<PsDecision>(answers(1, "the go-ahead for a step").front(), "go-ahead");
 }
 
 void PsClient::pull(std::span<float> params, uint64_t min_version, uint64_t min_received) {
+  TimelineSpan span("pull");
   for (size_t s = 0; s < ranges_.size(); ++s)
     send(s, {PsRequestKind::Pull, static_cast<uint32_t>(worker()), min_version, min_received});
   const auto replies = answers(ranges_.size(), "parameters");
@@ -78,18 +81,24 @@ void PsClient::pull(std::span<float> params, uint64_t min_version, uint64_t min_
 }
 
 bool PsClient::claim(uint64_t version) {
+  TimelineSpan span("claim");
   send(0, {PsRequestKind::Claim, static_cast<uint32_t>(worker()), version, 0});
   return ps_header<PsDecision>(answers(1, "the answer to its claim").front(), "claim answer").go != 0;
 }
 
 void PsClient::push(std::span<const float> grad, const StepInfo& info) {
+  TimelineSpan span("push");
   for (size_t s = 0; s < ranges_.size(); ++s) {
     const PsRequest request{PsRequestKind::Push, static_cast<uint32_t>(worker()), pulled_[s], 0};
     const auto slice = grad.subspan(ranges_[s].begin, ranges_[s].size());
     if (codecs_.empty()) {
       send(s, request, std::as_bytes(slice));
     } else {
-      const Encoded encoded = codecs_[s]->encode(slice, info);
+      Encoded encoded;
+      {
+        TimelineSpan encoding("encode", "shard", static_cast<int64_t>(s));
+        encoded = codecs_[s]->encode(slice, info);
+      }
       send(s, request, encoded.bytes);
     }
   }

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/state_stream.hpp"
+#include "core/timeline.hpp"
 
 namespace ptrain {
 
@@ -25,6 +26,7 @@ ShardServer::ShardServer(Communicator& comm, ShardConfig config, std::unique_ptr
 }
 
 void ShardServer::serve() {
+  TimelineThread timeline(fmt::format("server {}", config_.shard));
   for (;;) {
     auto message = comm_.recv_any(kTagPsRequest, config_.timeout);
     if (!message) {
@@ -137,6 +139,7 @@ void ShardServer::push(const PsRequest& request, std::vector<std::byte>&& messag
 }
 
 void ShardServer::apply_aggregated() {
+  TimelineSpan span("apply", "gradients", static_cast<int64_t>(collected_.size()));
   std::fill(sum_.begin(), sum_.end(), 0.0f);
   for (const auto& [worker, message] : collected_)  // in worker order
     decode_into(ps_payload(message, sizeof(PsRequest)), sum_, worker);
@@ -157,6 +160,7 @@ void ShardServer::apply_one(const PsRequest& request, std::span<const std::byte>
     stats_.dropped_stale++;
     return;
   }
+  TimelineSpan span("apply", "staleness", static_cast<int64_t>(staleness));
   std::fill(sum_.begin(), sum_.end(), 0.0f);
   decode_into(payload, sum_, static_cast<int>(request.worker));
   if (scale != 1.0) optimizer_->set_lr(static_cast<float>(config_.optimizer.lr * scale));

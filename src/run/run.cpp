@@ -14,6 +14,7 @@
 #include "run/memory_check.hpp"
 #include "run/model_fit.hpp"
 #include "run/resume.hpp"
+#include "run/run_recording.hpp"
 #include "run/save_model.hpp"
 #include "run/shared_memory_run.hpp"
 #include "run/train_config.hpp"
@@ -67,6 +68,7 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
     }
   }
   check_save_model(plan, static_cast<bool>(inputs.model), world.reports(), problems);
+  RunRecording::check(plan, world, problems);
   // The plan's check said it reads; whether this build and machine have it is asked here.
   const ComputeDevice device = parse_compute_device(plan.run.device).value_or(ComputeDevice{});
   if (parse_compute_device(plan.run.device))
@@ -169,9 +171,9 @@ float learning_rate(const OptimizerChoice& optimizer) {
   return std::visit([](const auto& o) { return o.lr; }, optimizer);
 }
 
-}  // namespace
-
-RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks, const RunInputs& inputs) {
+// Attempts the run until it ends, rolling back or restarting as the plan allows.
+RunResult run_attempts(const RunPlan& given, World& world, const RunCallbacks& callbacks, const RunInputs& inputs,
+                       RunRecording& recording) {
   RunPlan plan = given;
   RunInputs attempt = inputs;
   const std::string& dir = given.run.checkpoint_dir;
@@ -192,6 +194,7 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
       attempt.resume.clear();
     }
     recoveries.push_back(r);
+    recording.recovery(r);
     if (world.reports() && callbacks.on_warning)
       callbacks.on_warning(fmt::format("{}; {} from {} with learning rate {:.6g} ({} {} of {})", why,
                                        kind == "rollback" ? "rolling back" : "restarting",
@@ -230,6 +233,21 @@ RunResult run(const RunPlan& given, World& world, const RunCallbacks& callbacks,
     if (!given.run.save_model.empty() && world.reports() && !result.diverged)
       save_model(given.run.save_model, resolved_plan(plan, world), result);
     return result;
+  }
+}
+
+}  // namespace
+
+RunResult run(const RunPlan& given, World& world, const RunCallbacks& caller_callbacks, const RunInputs& inputs) {
+  RunRecording recording(given, world, !inputs.resume.empty());
+  const RunCallbacks callbacks = recording.wrap(caller_callbacks);
+  try {
+    RunResult result = run_attempts(given, world, callbacks, inputs, recording);
+    recording.finished(result);
+    return result;
+  } catch (const std::exception& e) {
+    recording.failed(e.what());
+    throw;
   }
 }
 

@@ -17,6 +17,7 @@
 #include "core/state_stream.hpp"
 #include "core/stopwatch.hpp"
 #include "core/thread_affinity.hpp"
+#include "core/timeline.hpp"
 
 namespace ptrain {
 
@@ -223,6 +224,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
 
   auto worker = [&](size_t t) {
     ThreadState& mine = *own[t];
+    TimelineThread timeline(fmt::format("thread {}", t));
     if (config.pin) mine.cpu = pin_current_thread(static_cast<int>(t));
     Model& model = *replicas[t];
     std::optional<uint64_t> fresh;  // the replica already holds this version (refreshed by the last apply)
@@ -233,8 +235,13 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
         while (!state.halt.load(std::memory_order_relaxed) &&
                state.budget.fetch_sub(1, std::memory_order_relaxed) > 0) {
           const Batch& batch = mine.stream.next();
-          const uint64_t read_version =
-              fresh ? *fresh : shared->read(model.params(), mine.backoff, mine.counters);
+          uint64_t read_version;
+          if (fresh) {
+            read_version = *fresh;
+          } else {
+            TimelineSpan span("read");
+            read_version = shared->read(model.params(), mine.backoff, mine.counters);
+          }
           const float loss = model.forward_backward(batch);
           ++mine.gradients;
           mine.loss_sum += loss;
@@ -247,6 +254,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
             state.halt.store(true, std::memory_order_relaxed);
             break;
           }
+          TimelineSpan span("apply");
           const ApplyOutcome outcome = shared->apply(model.grads(), read_version, static_cast<int>(t), mine.backoff,
                                                      mine.counters, model.params());
           if (outcome.applied) mine.staleness.record(outcome.staleness);
@@ -265,6 +273,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
   };
 
   auto check = [&](double seconds) {
+    TimelineSpan span("loss check");
     shared->snapshot(evaluator->params());
     const LossCheck c{shared->updates(), seconds, evaluator->evaluate(loss_set).loss};
     result.checks.push_back(c);
@@ -282,6 +291,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
     e.gradients = gradients - at.epoch_start_gradients;
     e.train_loss = e.gradients > 0 ? (loss_sum - at.epoch_start_loss) / static_cast<double>(e.gradients) : 0.0;
     e.seconds = result.train_seconds - at.epoch_start_seconds;
+    TimelineSpan span("evaluation", "epoch", static_cast<int64_t>(e.epoch));
     shared->snapshot(evaluator->params());
     e.test = evaluator->evaluate(*test_set);
     at.epoch_start_gradients = gradients, at.epoch_start_loss = loss_sum, at.epoch_start_seconds = result.train_seconds;
@@ -305,6 +315,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
     return checked && since_checkpoint.seconds() >= config.checkpoint_every_s;
   };
   auto write_checkpoint = [&] {
+    TimelineSpan span("checkpoint", "gradients", static_cast<int64_t>(at.started));
     StateWriter w;
     w.put_text("shm.algorithm", to_string(config.algorithm));
     w.put_value("shm.threads", static_cast<uint64_t>(threads));
@@ -318,6 +329,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
     since_checkpoint.reset();
   };
 
+  TimelineThread timeline("loss checks");  // this thread's part: checks, evaluations, checkpoints
   std::vector<std::thread> pool;
   for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker, t);
   // The threads are released from the start barrier however the loop below ends.

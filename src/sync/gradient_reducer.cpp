@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/timeline.hpp"
 
 namespace ptrain {
 
@@ -41,7 +42,11 @@ GradientReducer::GradientReducer(Communicator& comm, AllreduceAlgorithm algorith
       codecs_.push_back(make_codec(codec, range, comm.rank()));
     }
   encoded_.resize(codecs_.size());
-  if (overlap_ && !buckets_.empty()) thread_ = std::thread([this] { run_communication(); });
+  if (overlap_ && !buckets_.empty())
+    thread_ = std::thread([this, track = fmt::format("worker {} comm", comm.rank())] {
+      TimelineThread timeline(track);
+      run_communication();
+    });
 }
 
 GradientReducer::~GradientReducer() {
@@ -86,7 +91,10 @@ void GradientReducer::finish_step(const BucketReduced& reduced) {
   missing_.assign(missing_.size(), 0);
   changed_.notify_all();
   for (size_t handed = 0; handed < buckets_.size();) {
-    changed_.wait(lock, [&] { return reduced_ > handed || error_; });
+    {
+      TimelineSpan span("wait", "bucket", static_cast<int64_t>(handed));
+      changed_.wait(lock, [&] { return reduced_ > handed || error_; });
+    }
     if (error_) {
       in_step_ = false;
       std::rethrow_exception(error_);
@@ -126,12 +134,17 @@ CodecStats GradientReducer::codec_stats() const {
 
 void GradientReducer::reduce(size_t bucket) {
   auto data = grads_.subspan(buckets_[bucket].offset, buckets_[bucket].count);
+  const auto b = static_cast<int64_t>(bucket);
   if (codecs_.empty()) {
+    TimelineSpan span("all-reduce", "bucket", b);
     comm_.allreduce(data, algorithm_);
   } else {
     Codec& codec = *codecs_[bucket];
     Encoded& mine = encoded_[bucket];
-    codec.encode_into(data, step_info_, mine);
+    {
+      TimelineSpan span("encode", "bucket", b);
+      codec.encode_into(data, step_info_, mine);
+    }
     if (!codec.warming_up(step_info_)) {
       steady_.steady_dense_bytes += data.size_bytes();
       steady_.steady_encoded_bytes += mine.bytes.size();
@@ -140,12 +153,21 @@ void GradientReducer::reduce(size_t bucket) {
       // Through a buffer of halves: the wire bytes are not uint16_t objects.
       std::vector<uint16_t> halves(mine.bytes.size() / sizeof(uint16_t));
       std::memcpy(halves.data(), mine.bytes.data(), halves.size() * sizeof(uint16_t));
-      comm_.allreduce_half(halves, algorithm_);
+      {
+        TimelineSpan span("all-reduce", "bucket", b);
+        comm_.allreduce_half(halves, algorithm_);
+      }
       std::memcpy(mine.bytes.data(), halves.data(), halves.size() * sizeof(uint16_t));
+      TimelineSpan span("decode", "bucket", b);
       std::fill(data.begin(), data.end(), 0.0f);
       codec.decode_add(mine, data);
     } else {
-      auto parts = comm_.allgatherv(mine.bytes);
+      std::vector<std::vector<std::byte>> parts;
+      {
+        TimelineSpan span("all-gather", "bucket", b);
+        parts = comm_.allgatherv(mine.bytes);
+      }
+      TimelineSpan span("decode", "bucket", b);
       std::fill(data.begin(), data.end(), 0.0f);
       for (auto& part : parts) codec.decode_add(Encoded{data.size(), std::move(part)}, data);
     }

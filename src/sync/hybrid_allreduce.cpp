@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "core/stopwatch.hpp"
+#include "core/timeline.hpp"
 
 namespace ptrain {
 
@@ -53,6 +54,7 @@ float HybridAllreduce::step(const Batch& batch, const StepInfo& info) {
   double optimizer = 0;
   reducer_->finish_step([&](const GradientBucket& bucket) {
     Stopwatch updating;
+    TimelineSpan span("optimizer", "offset", static_cast<int64_t>(bucket.offset));
     optimizer_->step_slice(bucket.offset, params.subspan(bucket.offset, bucket.count),
                            grads.subspan(bucket.offset, bucket.count));
     const double seconds = updating.seconds();

@@ -12,6 +12,7 @@
 
 #include "core/model.hpp"
 #include "core/stopwatch.hpp"
+#include "core/timeline.hpp"
 
 namespace ptrain {
 
@@ -26,6 +27,7 @@ class StragglerModel : public Model {
   float forward_backward(const Batch& batch) override {
     Stopwatch clock;
     const float loss = inner_.forward_backward(batch);
+    TimelineSpan span("straggler delay");
     std::this_thread::sleep_for(std::min(std::chrono::duration<double>((factor_ - 1) * clock.seconds()), longest_));
     return loss;
   }

@@ -16,6 +16,7 @@
 #include "core/state_stream.hpp"
 #include "core/stopwatch.hpp"
 #include "core/thread_affinity.hpp"
+#include "core/timeline.hpp"
 #include "data/sharded_sampler.hpp"
 #include "train/checkpoint_writer.hpp"
 #include "train/straggler_model.hpp"
@@ -239,6 +240,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
                 const Dataset* test_set, Model& replica, StrategyGroup& strategy, Communicator& comm,
                 Communicator* with_servers, const TrainCallbacks& callbacks, RunResult& result, bool& began) {
   const int rank = comm.rank(), workers = comm.size();
+  TimelineThread timeline(fmt::format("worker {}", rank));
   std::unique_ptr<StragglerModel> straggler;
   if (rank == config.straggler_rank)  // sleeps past twice the timeout only delay the end
     straggler = std::make_unique<StragglerModel>(replica, config.straggler_factor, 2 * config.comm_timeout);
@@ -352,6 +354,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   // `key` names the checkpoint: the step (lockstep), or all workers' steps.
   StateWriter w;  // lockstep: kept between checkpoints, so that it does not grow again each time
   auto write_checkpoint = [&](size_t next_epoch, uint64_t key) {
+    TimelineSpan span("checkpoint", "step", static_cast<int64_t>(step));
     comm.barrier();  // every worker's step done (sequential turns end one after another)
     w.clear();
     w.put_value("step", static_cast<uint64_t>(step));
@@ -395,12 +398,18 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
     for (const float l : losses) running += l;
     try {
       while (!left && side->next_step(losses.size(), epoch_steps)) {
-        batch.gather(train_set, cursor.next());
+        std::optional<TimelineSpan> step_span;  // the step alone, not the checkpoint after it
+        step_span.emplace("step", "step", static_cast<int64_t>(step + 1));
+        {
+          TimelineSpan span("load batch");
+          batch.gather(train_set, cursor.next());
+        }
         const StepInfo info{step,
                             static_cast<double>(epoch) + static_cast<double>(losses.size()) /
                                                              static_cast<double>(shape.steps_per_epoch),
                             workers};
         const float loss = side->step(batch, info);
+        step_span.reset();
         std::string why = divergence(rank, loss, step + 1, side->codec_stats().saturated, saturated);
         // A checkpoint that failed (a full disk) stops the run at once, not an interval on.
         const std::string failed = writer ? writer->failure() : std::string();
@@ -493,6 +502,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
       result.train_seconds += m.seconds;
       side->sync_for_evaluation();
       if (test_set) {
+        TimelineSpan span("evaluation", "epoch", static_cast<int64_t>(epoch + 1));
         const Metrics test = model.evaluate(*test_set);
         m.test_loss = test.loss;
         m.test_accuracy = test.accuracy;

@@ -551,10 +551,10 @@ TEST(PtrainCli, QuietPrintsNothingButStillReports) {
   EXPECT_EQ(read_json(dir.file("r.json"))["summary"]["steps"], 5);
 }
 
-// --progress-lines: a JSON line per step of worker 0 and per committed
+// --metrics: a JSON line per log_every steps of worker 0 and per committed
 // checkpoint, flushed at once, appended to by the run that resumes; its path
 // is checked like any output's.
-TEST(PtrainCli, ProgressLinesTellEachStepAndEachCommittedCheckpoint) {
+TEST(PtrainCli, MetricsTellEachStepAndEachCommittedCheckpoint) {
   if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
   test::ScratchDir dir;
   const std::string progress = dir.file("p.jsonl"), ckpt = dir.file("ckpt");
@@ -562,10 +562,10 @@ TEST(PtrainCli, ProgressLinesTellEachStepAndEachCommittedCheckpoint) {
   const Outcome first = run_ptrain(
       "train -q --model softmax --workers 2 --epochs 1 --train-samples 1000 --max-steps 12 "
       "--checkpoint-every 5 --checkpoint-dir " +
-      ckpt + " --progress-lines " + progress);
+      ckpt + " --log-every 1 --metrics " + progress);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const Outcome resumed =
-      run_ptrain("train -q --max-steps 0 --resume " + ckpt + " --progress-lines " + progress);
+      run_ptrain("train -q --max-steps 0 --resume " + ckpt + " --metrics " + progress);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   std::vector<nlohmann::json> events;
   std::ifstream in(progress);
@@ -607,13 +607,15 @@ TEST(PtrainCli, ProgressLinesTellEachStepAndEachCommittedCheckpoint) {
   }
 
   const Outcome to_stdout = run_ptrain(
-      "train -q --model softmax --workers 1 --max-steps 3 --train-samples 500 "
-      "--progress-lines -");
+      "train -q --model softmax --workers 1 --max-steps 7 --log-every 3 --train-samples 500 "
+      "--metrics -");
   ASSERT_EQ(to_stdout.exit_code, 0) << to_stdout.err;
-  EXPECT_EQ(lines(to_stdout.out), 6u) << to_stdout.out;  // start, 3 steps, epoch, end
+  EXPECT_EQ(lines(to_stdout.out), 5u) << to_stdout.out;  // start, steps 3 and 6, epoch, end
   test::expect_one_line_errors(
-      {{"train --max-steps 1 --progress-lines " + dir.path().string(), "is a directory"},
-       {"train --max-steps 1 --progress-lines /nonexistent/p.jsonl", "does not exist"}});
+      {{"train --max-steps 1 --metrics " + dir.path().string(), "is a directory"},
+       {"train --max-steps 1 --metrics /nonexistent/p.jsonl", "does not exist"},
+       {"train --max-steps 1 --timeline -", "--timeline - : a timeline is written whole"},
+       {"train --max-steps 1 --timeline x.json --metrics x.json", "is also --metrics"}});
 }
 
 // Commands that run in one process refuse mpirun before MPI starts, and a
@@ -837,7 +839,7 @@ TEST(PtrainCli, ProgressShowsTheTimeLeftOnATerminalAndPlainLinesElsewhere) {
   if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
   if (std::system("command -v script >/dev/null") != 0) GTEST_SKIP() << "no script(1) for a terminal";
   test::ScratchDir dir;
-  const std::string args = " train --workers 2 --epochs 3 --train-samples 30000 --progress-lines " + dir.file("p.jsonl");
+  const std::string args = " train --workers 2 --epochs 3 --train-samples 30000 --metrics " + dir.file("p.jsonl");
   // script(1) runs the command on a pseudo-terminal and copies what it printed.
   const std::string command =
       "script -qec \"" + std::string(PTRAIN_EXE) + args + "\" /dev/null >" + dir.file("terminal.txt") + " 2>&1";
@@ -850,7 +852,32 @@ TEST(PtrainCli, ProgressShowsTheTimeLeftOnATerminalAndPlainLinesElsewhere) {
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(plain.out.find('\x1b'), std::string::npos);
   EXPECT_EQ(plain.out.find("ETA"), std::string::npos);
-  EXPECT_NE(plain.out.find("  progress     " + dir.file("p.jsonl") + " (JSON lines)"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("  metrics      " + dir.file("p.jsonl") + " (JSON lines"), std::string::npos) << plain.out;
+}
+
+// Colours only on a terminal that is the user's: error and warning words in
+// colour there, none with NO_COLOR set, and under mpirun (whose ranks write
+// to a pseudo-terminal even for a log) neither colours nor a redrawn bar.
+TEST(PtrainCli, ColoursOnlyOnATerminalAndNeverWithNoColor) {
+  if (std::system("command -v script >/dev/null") != 0) GTEST_SKIP() << "no script(1) for a terminal";
+  test::ScratchDir dir;
+  auto on_terminal = [&](const std::string& env, const std::string& command) {
+    const std::string line = "script -qec \"" + env + " " + command + "\" /dev/null >" + dir.file("t.txt") + " 2>&1";
+    std::system(line.c_str());
+    const auto bytes = test::read_bytes(dir.file("t.txt"));
+    return std::string(bytes.begin(), bytes.end());
+  };
+  const std::string refused = std::string(PTRAIN_EXE) + " train --batch 0";
+  EXPECT_NE(on_terminal("", refused).find("\x1b[1;31merror\x1b[0m: --batch"), std::string::npos);
+  const std::string plain = on_terminal("NO_COLOR=1", refused);
+  EXPECT_EQ(plain.find('\x1b'), std::string::npos) << plain;
+  EXPECT_NE(plain.find("ptrain: error: --batch"), std::string::npos) << plain;
+  if (std::system("command -v mpirun >/dev/null") != 0 || !std::filesystem::exists(test::kFashionMnistDir)) return;
+  const std::string ranks = on_terminal(std::string(kMpirun) + " -np 2",
+                                        std::string(PTRAIN_EXE) + " train --train-samples 3000 --epochs 1");
+  EXPECT_NE(ranks.find("epoch 1/1"), std::string::npos) << ranks;
+  EXPECT_EQ(ranks.find("\x1b"), std::string::npos) << ranks;
+  EXPECT_EQ(ranks.find("ETA"), std::string::npos) << ranks;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/stopwatch.hpp"
+#include "core/timeline.hpp"
 #include "model/torch/torch_error.hpp"
 
 namespace ptrain {
@@ -224,10 +225,17 @@ float FlatModule::forward_backward(const Batch& batch) {
     flat_grads_.zero_();
     auto x = on_device(input_tensor(batch.features.data(), batch.size(), batch.sample_shape, task_of(batch.label_shape)));
     auto y = on_device(label_tensor(batch.labels.data(), batch.size(), batch.label_shape));
-    auto loss = loss_of(forward_(x), y);
+    torch::Tensor loss;
+    {
+      TimelineSpan span("forward");
+      loss = loss_of(forward_(x), y);
+    }
     if (loss.numel() != 1)
       throw Error("model " + name_ + ": the loss has shape " + c10::str(loss.sizes()) + ", not a single value");
-    loss.backward();
+    {
+      TimelineSpan span("backward");
+      loss.backward();
+    }
     if (staged_) {
       wait_for_device();  // the backward pass, so that the copy's time is the copy's
       Stopwatch copying;
