@@ -203,6 +203,19 @@ new_case; expect output "--report '' (empty path)" 2 "--report" -- "$ptrain" tra
 new_case; echo '{"kept": true}' >r.json
 expect output "--report an existing file, the run refused: kept" 2 "--epochs" -- \
   "$ptrain" train @SHORT@ --report r.json --epochs -1
+new_case; mkfifo m.jsonl
+expect output "--metrics a FIFO" 2 "--metrics" -- "$ptrain" train @SHORT@ --metrics m.jsonl
+new_case; ln -s /etc/passwd m.jsonl
+expect output "--metrics a symlink to /etc/passwd" 2 "--metrics" -- "$ptrain" train @SHORT@ --metrics m.jsonl
+new_case; expect -q output "--metrics in a missing directory" 2 "--metrics" -- \
+  "$ptrain" train @SHORT@ --metrics no/m.jsonl
+new_case; expect output "--metrics and --timeline one file" 2 "--timeline" -- \
+  "$ptrain" train @SHORT@ --metrics t.json --timeline t.json
+new_case; expect output "--timeline - (standard output)" 2 "--timeline" -- "$ptrain" train @SHORT@ --timeline -
+new_case; mkdir t.json
+expect output "--timeline a directory" 2 "--timeline" -- "$ptrain" train @SHORT@ --timeline t.json
+new_case; ln -s /etc/passwd t.json
+expect -q output "--timeline a symlink to /etc/passwd" 2 "--timeline" -- "$ptrain" train @SHORT@ --timeline t.json
 new_case; null_device
 expect -q output "--save a device (a null device like /dev/null: never replaced)" 2 "--save" -- "$ptrain" train @SHORT@ --save null
 new_case; mkfifo m.pt
