@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Hierarchical all-reduce against the flat ring over the same workers (issue
-# 20 part 2; root). For each host count H in HOST_COUNTS, H hosts in network
+# Hierarchical all-reduce against the flat ring over the same workers
+# (root). For each host count H in HOST_COUNTS, H hosts in network
 # namespaces (tools/netcluster) on RATE links, one rank a host with THREADS
 # worker threads (--local-workers), and, REPEATS times, interleaved:
 #   - ptrain bench allreduce of SIZE, --algo hierarchical and --algo ring;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The step-time model against the runs of bench/model_check.sh (issue 20 part 6).
+"""The step-time model against the runs of bench/model_check.sh.
 
     bench/model_check.py OUT_DIR PTRAIN "RATE ..."
 

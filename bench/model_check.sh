@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks the step-time model (ptrain simulate) against measured runs (issue
-# 20 part 6; root). On hosts in network namespaces (tools/netcluster), every
+# Checks the step-time model (ptrain simulate) against measured runs
+# (root). On hosts in network namespaces (tools/netcluster), every
 # link shaped to each of RATES, one ptrain rank a host under mpirun, it trains
 # a communication-bound MLP (784-1024x4-10, 4.0 M parameters, batch 32 a
 # worker, momentum SGD) STEPS steps in each of many configurations: 2 and 4

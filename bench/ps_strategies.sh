@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The parameter-server strategies with a straggler (issue 5's experiment):
+# The parameter-server strategies with a straggler:
 # W workers, worker W-1 FACTOR times slower, on Fashion-MNIST. Each strategy
 # runs twice: for EPOCHS epochs (accuracy after the same number of epochs)
 # and for SECONDS of training (accuracy after the same wall time); ps-sync and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shared-memory asynchronous SGD against one thread (issue 6's measurement):
+# Shared-memory asynchronous SGD against one thread:
 # every algorithm with THREADS threads and seq with one, each at its best
 # step size from LRS, REPS runs each, timed to the training loss TARGET (on a
 # fixed sample of LOSS_SAMPLE training images, every CHECK_EVERY updates). Prints a markdown table of the

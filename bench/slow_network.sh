@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Training on a slow network (issue 7's measurement; root): HOSTS worker hosts
+# Training on a slow network (root): HOSTS worker hosts
 # and 2 server hosts in network namespaces (tools/netcluster), every link
 # shaped to each of RATES, one ptrain rank per host under mpirun. A
 # communication-bound MLP (784-2048x5-10, 18.4 M parameters, so that backward
