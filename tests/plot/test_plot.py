@@ -447,6 +447,17 @@ class BadInputTest(Temporary):
         self.assertEqual(status, 2)
         self.assertEqual(Path(out).read_text(), "old")
 
+    def test_an_interrupted_write_leaves_nothing(self):
+        out = os.path.join(self.dir, "half.png")
+
+        def write_half(f):
+            f.write(b"\x89PNG half")
+            raise SystemExit(143)  # as SIGTERM ends the program, through the finally clauses
+
+        with self.assertRaises(SystemExit):
+            P.write_atomically(out, write_half)
+        self.assertEqual(os.listdir(self.dir), [])
+
     def test_bad_options(self):
         good = self.file("r.json", hybrid_report())
         self.assert_refused([good, "--window", "5"], "--window", "START_MS:END_MS")
