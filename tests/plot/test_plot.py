@@ -185,6 +185,19 @@ class RunsTest(Temporary):
         (xs, ys), = lines(axes(figure(path), "loss:seconds")).values()
         self.assertEqual((xs, ys), ([t for _, t, _ in METRIC_STEPS], [l for _, _, l in METRIC_STEPS]))
 
+    def test_metrics_as_ptrain_writes_them_now(self):
+        # run/metrics_stream.cpp: loss checks count `updates`, and the end line holds its figures inline.
+        lines_ = [{"event": "start", "plan": plan(), "task": "classification", "workers": 2},
+                  {"event": "loss_check", "updates": 0, "seconds": 0.0, "loss": 2.3},
+                  {"event": "loss_check", "updates": 64, "seconds": 0.1, "loss": 1.4},
+                  dict(METRIC_EPOCHS[0], event="epoch"),
+                  {"event": "end", "outcome": "trained", "steps": 64, "samples": 2000, "train_seconds": 0.1,
+                   "samples_per_s": 20000.0, "final_test_accuracy": 0.66, "final_train_loss": 1.6}]
+        path = self.file("now.jsonl", "".join(json.dumps(line) + "\n" for line in lines_))
+        run = P.runs_of([P.load(path)])[0]
+        self.assertEqual(run.curve, [(0.0, 0.0, 2.3), (64.0, 0.1, 1.4)])
+        self.assertEqual((run.outcome, run.samples_per_s, run.steps), ("trained", 20000.0, 64))
+
     def test_report_and_metrics_together(self):
         a = self.file("a.json", hybrid_report())
         m = self.file("m.jsonl", metrics_lines(plan(workers=2), METRIC_STEPS, METRIC_EPOCHS))
