@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The front door: installs what is missing, builds, and runs what you ask for.
 #   ./build.sh demo    build the ptrain program alone, then train the MLP on Fashion-MNIST with 4 in-process workers
-#   ./build.sh test    build everything and run the whole test suite (also under sanitizers), and fuzz each reader briefly
+#   ./build.sh test    build everything and run the whole test suite (also under sanitizers), fuzz each reader
+#                      briefly, and run the commands of README.md and docs/
 #   ./build.sh bench   the throughput benchmark against LibTorch and PyTorch DDP, and overlap on/off
 #   ./build.sh build   just build everything (into build/)
 # Each long step says what it does; a build prints its progress every 10%.
@@ -60,7 +61,10 @@ case "$what" in
     (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j2 --timeout 900)
     # Each fuzz target (fuzz/) for a few seconds, built with clang into build-fuzz.
     step "fuzzing each reader for 5 s (tools/fuzz.sh)"
-    tools/fuzz.sh 5 ;;
+    tools/fuzz.sh 5
+    # Every command block of README.md and docs/, as written (docs/testing.md).
+    step "running the commands of README.md and docs/ (tools/doc_test.py)"
+    /usr/bin/python3 tools/doc_test.py ;;
   bench)
     configure_and_build build
     bench/hybrid_vs_peers.sh build
