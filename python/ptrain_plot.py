@@ -1450,16 +1450,15 @@ def main(argv=None):
     # SIGTERM ends the program as SIGINT does: through the finally clauses that remove a temporary file.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
+        args = (plot_parser() if command == "plot" else report_parser()).parse_args(argv)  # --help needs no matplotlib
         if MATPLOTLIB_MISSING is not None:
             raise InputError("needs matplotlib: apt-get install python3-matplotlib")
         if command == "plot":
-            args = plot_parser().parse_args(argv)
             suffix = check_output(args.output, tuple(FIGURE_FORMATS), args.files)
             sources = [load(p) for p in args.files]
             fig = build_figure(sources, Options(args.title, args.x, args.window, args.labels))
             save_figure(fig, args.output, suffix)
         else:
-            args = report_parser().parse_args(argv)
             check_output(args.output, PAGE_SUFFIXES, args.files)
             page = report_page(args.files, args.title, args.labels)
             write_atomically(args.output, lambda f: f.write(page.encode("utf-8")))

@@ -492,6 +492,9 @@ class BadInputTest(Temporary):
                                         os.path.join(self.dir, "o.png"), env=env)
         self.assertEqual(status, 2)
         self.assertEqual(stderr, "ptrain plot: needs matplotlib: apt-get install python3-matplotlib\n")
+        status, stdout, _ = run_program("--help", env=env)  # the help needs none
+        self.assertEqual(status, 0)
+        self.assertIn("usage: ptrain plot", stdout)
 
     def test_help(self):
         status, stdout, _ = run_program("--help")
