@@ -42,6 +42,7 @@ void check_resume(const RunPlan& saved, const RunPlan& now, Problems& problems) 
       "run.comm_timeout",   "run.threads_per_worker", "run.pin",            "run.backend",
       "run.checkpoint_dir", "run.checkpoint_every",   "run.checkpoint_keep",  "run.save_model",
       "run.on_diverge",     "run.rollback_lr_scale",  "run.max_rollbacks",    "run.max_restarts",
+      "run.metrics",        "run.timeline",
       // A run resumed after it diverged may go on with a smaller step.
       "optimizer.lr"};
   const nlohmann::json a = plan_to_json(saved), b = plan_to_json(now);

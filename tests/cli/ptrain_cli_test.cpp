@@ -564,9 +564,11 @@ TEST(PtrainCli, MetricsTellEachStepAndEachCommittedCheckpoint) {
       "--checkpoint-every 5 --checkpoint-dir " +
       ckpt + " --log-every 1 --metrics " + progress);
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  const Outcome resumed =
-      run_ptrain("train -q --max-steps 0 --resume " + ckpt + " --metrics " + progress);
+  // The resumed run may write its own timeline, and go on in the same metrics file.
+  const Outcome resumed = run_ptrain("train -q --max-steps 0 --resume " + ckpt + " --metrics " + progress +
+                                     " --timeline " + dir.file("t.json"));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("t.json")));
   std::vector<nlohmann::json> events;
   std::ifstream in(progress);
   for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line));
