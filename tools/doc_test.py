@@ -390,10 +390,12 @@ def main() -> int:
         if not args.keep_going:
             break
 
-    reasons = "; ".join(f"{n} {r}" for r, n in skipped.items())
     total = time.monotonic() - started
-    print(f"doc_test: {ran} blocks ran, {sum(skipped.values())} skipped"
-          + (f" ({reasons})" if reasons else "") + f", {len(failed)} failed, in {total:.0f} s")
+    print(f"doc_test: {ran} blocks ran, {sum(skipped.values())} skipped, {len(failed)} failed, in {total:.0f} s")
+    for reason, n in skipped.items():
+        print(f"  skipped {n}: {reason}")
+    for b in failed:
+        print(f"  failed: {b.where}")
     return 1 if failed else 0
 
 
