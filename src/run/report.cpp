@@ -120,7 +120,9 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
     for (const auto& p : r.loss_curve)
       curve.push_back({{"step", p.step},
                        {"loss", p.loss},
-                       {"seconds", p.step <= r.step_seconds.size() ? r.step_seconds[p.step - 1] : 0.0f}});
+                       // Under ssp and async other workers may take more steps than worker 0, whose clock this is.
+                       {"seconds", p.step <= r.step_seconds.size() ? nlohmann::json(r.step_seconds[p.step - 1])
+                                                                   : nlohmann::json()}});
   }
   auto& comm = report["comm"] = nlohmann::json::array();
   CodecStats codec_total;
