@@ -30,7 +30,7 @@ for ((rep = 1; rep <= repeats; rep++)); do
   done
 done
 
-python3 - "$runs" "$build/bench-overlap.csv" "$workers" "$steps" "$batch" "$repeats" "$allreduce" <<'PY'
+/usr/bin/python3 - "$runs" "$build/bench-overlap.csv" "$workers" "$steps" "$batch" "$repeats" "$allreduce" <<'PY'
 import glob, json, os, statistics, sys
 runs, csv_path, workers, steps, batch, repeats, allreduce = sys.argv[1:8]
 rows = []

@@ -125,7 +125,7 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   // hierarchical backend's threads call MPI at once, each on a communicator
   // of its own rather than funnelled through one thread: between 2 shaped
   // 1 Gbit/s hosts a 64 MiB hierarchical all-reduce took 0.90 to 0.95 s with
-  // 1, 2 or 4 threads a rank (README: Hierarchical all-reduce).
+  // 1, 2 or 4 threads a rank (docs/training.md: hierarchical all-reduce).
   int provided = 0;
   check(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
   // Errors come back as codes, so they become ptrain::Error with a message.

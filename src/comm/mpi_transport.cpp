@@ -79,13 +79,13 @@ MpiTransport choose_mpi_transport(const EnvLookup& env) {
     t.warning = fmt::format(
         "{} does not keep MPI's TCP transport off the network (it listens on every address whatever the "
         "interfaces named); on one host give mpirun --mca btl self,vader, or set none of btl, pml and "
-        "btl_tcp_if_* and ptrain does (README: Security)",
+        "btl_tcp_if_* and ptrain does (docs/security.md)",
         interfaces);
   if (!one_host && interfaces.empty() && uses_tcp(btl))
     t.warning =
         "ranks on several hosts and no interface named: MPI's TCP transport may carry the job over any "
         "interface; name the cluster's with mpirun --mca btl_tcp_if_include IF --mca oob_tcp_if_include IF "
-        "(README: Security)";
+        "(docs/security.md)";
   return t;
 }
 

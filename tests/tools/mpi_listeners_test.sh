@@ -6,7 +6,7 @@
 # it uses. Then the user's setting wins: with OMPI_MCA_btl naming tcp the
 # ranks listen on every address again (which shows the check sees them), and
 # say that the transport is the user's. mpirun's own listeners are printed:
-# OpenMPI 4.1's out-of-band channel binds every address (README: Security).
+# OpenMPI 4.1's out-of-band channel binds every address (docs/security.md).
 # Skipped (CTest exit 77) without mpirun or Fashion-MNIST.
 #   tests/tools/mpi_listeners_test.sh PTRAIN_EXECUTABLE
 set -euo pipefail

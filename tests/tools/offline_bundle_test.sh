@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The offline bundle's round trip (README: "Building where no registry can be
-# reached"): tools/bundle-deps fetches the .deb files, tools/offline-build
+# The offline bundle's round trip (docs/building.md: "Without a package
+# registry"): tools/bundle-deps fetches the .deb files, tools/offline-build
 # unpacks them into a temporary prefix and configures ptrain against it alone,
 # and an MPI program built with the prefix's headers and library runs on 2
 # ranks under the prefix's launcher, loading the prefix's libmpi (not the

@@ -44,7 +44,7 @@ std::string device_unavailable(const ComputeDevice& device) {
   if (device.cpu()) return {};
   if (!PTRAIN_TORCH_CUDA)
     return std::string("this ptrain's LibTorch (") + TORCH_VERSION +
-           ") has no CUDA support: build against a CUDA LibTorch (README: \"GPUs\")";
+           ") has no CUDA support: build against a CUDA LibTorch (docs/building.md: \"GPUs\")";
   const int gpus = visible_gpus();
   if (gpus == 0) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
