@@ -13,8 +13,13 @@ jobs=$(nproc)
 
 step() { echo "build.sh: $*"; }
 
-step "checking the Debian packages ptrain needs (tools/setup-debian)"
-tools/setup-debian
+if [ "$what" = demo ]; then
+  step "checking the Debian packages the ptrain program needs (tools/setup-debian demo)"
+  tools/setup-debian demo
+else
+  step "checking the Debian packages ptrain needs (tools/setup-debian)"
+  tools/setup-debian
+fi
 
 # dir, [--target T], extra cmake args...: configure and build quietly, one
 # progress line each time the build passes another tenth, its warnings (it is
