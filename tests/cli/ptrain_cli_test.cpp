@@ -363,7 +363,7 @@ double report_number(const std::string& path, const char* section, const char* f
   return json[section].is_array() ? json[section].back()[field].get<double>() : json[section][field].get<double>();
 }
 
-// Issue 20: 2 ranks x 2 worker threads (--local-workers). The ring over them
+// 2 ranks x 2 worker threads (--local-workers). The ring over them
 // trains the bits of 4 threads; hierarchical sums each rank's threads first
 // (another order than any flat algorithm's, so other bits): the same bits run
 // to run, the ring's test loss within rounding, and on threads alone the
@@ -423,7 +423,7 @@ TEST(PtrainCli, AnErrorOnOneRankEndsTheMpiJob) {
   EXPECT_NE(o.err.find("--workers 3 does not match the 2 worker ranks"), std::string::npos) << o.err;
 }
 
-// Issue 5: 4 workers and 2 server shards as 6 MPI ranks train the same bits as
+// 4 workers and 2 server shards as 6 MPI ranks train the same bits as
 // 4 worker threads and 2 shard threads; every rank says what it is.
 TEST(PtrainCli, MpirunRunsParameterServerShardsAsRanks) {
   if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
@@ -462,7 +462,7 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-// Issue 14: a report holds the whole plan, and `--config REPORT` runs it again,
+// a report holds the whole plan, and `--config REPORT` runs it again,
 // bit for bit in a synchronous mode; flags given beside --config override it.
 TEST(PtrainCli, ConfigReplaysAReportBitForBit) {
   if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
@@ -641,7 +641,7 @@ TEST(PtrainCli, SingleProcessWorkRefusesMpirun) {
 namespace ptrain {
 namespace {
 
-// Issue 14: data a Python user writes without ptrain, as NumPy arrays.
+// data a Python user writes without ptrain, as NumPy arrays.
 TEST(PtrainCli, TrainsOnNumpyArrays) {
   if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0) GTEST_SKIP() << "no numpy";
   test::ScratchDir dir;

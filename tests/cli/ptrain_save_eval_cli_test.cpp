@@ -1,4 +1,4 @@
-// ptrain train --save and ptrain eval (issue 15, point 4): a model ptrain
+// ptrain train --save and ptrain eval: a model ptrain
 // saved, evaluated by ptrain eval and by a Python script that knows nothing of
 // ptrain (examples/python_eval/evaluate.py: torch.jit.load and the IDX files
 // as stored), gets the accuracy and loss that training reported.

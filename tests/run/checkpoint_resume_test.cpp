@@ -1,4 +1,4 @@
-// Issue 15: checkpoints and exact resume through run(). A run killed mid-way
+// checkpoints and exact resume through run(). A run killed mid-way
 // (a worker throws at a chosen step) and resumed from its newest checkpoint
 // ends with the bits of the run that was never interrupted, for every codec
 // and optimizer of the synchronous strategies; the parameter-server strategies

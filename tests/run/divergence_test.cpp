@@ -1,4 +1,4 @@
-// Issue 15: divergence is detected in every strategy and codec (fp16 overflow
+// divergence is detected in every strategy and codec (fp16 overflow
 // included); every worker stops where they can agree and run() returns the
 // result (the CLI writes the report and exits 3), never a hang or an exit 0.
 // on_diverge rollback goes back to the last checkpoint with a smaller step;

@@ -1,4 +1,4 @@
-// Issue 14: the model contract is not classification-only. A sequence model
+// the model contract is not classification-only. A sequence model
 // (an embedding and a linear layer over it, defined here as a LibTorch module)
 // trained through run() on token sequences: the task's loss is cross-entropy
 // at every position and its figure is perplexity, which falls toward the

@@ -37,7 +37,7 @@ RunPlan small_plan() {
   return plan;
 }
 
-// Issue 14: every strategy x optimizer pair, the shared-memory ones included,
+// every strategy x optimizer pair, the shared-memory ones included,
 // either trains (the loss falls) or is refused with one line that names the reason.
 TEST(Run, EveryStrategyTrainsWithEveryOptimizer) {
   const LoadedData data = clusters();

@@ -1,4 +1,4 @@
-// Issue 15 for the shared-memory strategies, through run(): checkpoints in
+// Checkpoints and exact resume for the shared-memory strategies, through run(): checkpoints in
 // the trainer's store, and runs resumed from them. seq (one thread) killed
 // midway and resumed ends with the bits of the run never interrupted;
 // mutex, rwlock, hogwild and leashed, stopped by run.max_steps or killed and

@@ -1,5 +1,5 @@
 // The parameter-server strategies end to end, with workers and shards as
-// threads: what they compute, and the properties issue 5 names.
+// threads: what they compute, and the properties they promise.
 #include <gtest/gtest.h>
 
 #include <atomic>
