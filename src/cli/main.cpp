@@ -70,9 +70,8 @@ std::string parse_error_line(const CLI::App& app, const CLI::App& train, const C
 }
 
 // One line, at most a few thousand characters, whatever the input held.
-void print_error(const char* kind, const std::string& message) {
-  fmt::print(stderr, "ptrain: {}: {}\n", ptrain::painted(stderr, ptrain::Colour::Red, kind),
-             ptrain::bounded_line(message));
+void print_error_line(const char* kind, const std::string& message) {
+  ptrain::print_error(kind, ptrain::bounded_line(message));
 }
 
 }  // namespace
@@ -90,13 +89,12 @@ int main(int argc, char** argv) {
     // made mpirun kill rank 0 before its line now and then.
     if (single_process_command(argc, argv)) {
       if (mpi->rank() == 0)
-        print_error("error", fmt::format("ptrain {}{} runs in one process; start it without mpirun", argv[1],
-                                         std::string(argv[1]) == "bench" ? " compress" : ""));
+        print_error_line("error", fmt::format("ptrain {}{} runs in one process; start it without mpirun",
+                                              argv[1], std::string(argv[1]) == "bench" ? " compress" : ""));
       return ptrain::kExitInput;
     }
     if (mpi->rank() == 0 && !mpi->transport().warning.empty())
-      fmt::print(stderr, "ptrain: {}: {}\n", ptrain::painted(stderr, ptrain::Colour::Yellow, "warning"),
-                 mpi->transport().warning);
+      ptrain::print_warning(mpi->transport().warning);
   }
   CLI::App app{"ptrain: train neural networks with many workers (all-reduce, parameter servers, shared-memory async SGD)", "ptrain"};
   app.set_version_flag("--version", fmt::format("ptrain {} (commit {})", ptrain::build_info().version,
@@ -126,7 +124,7 @@ int main(int argc, char** argv) {
   // Whatever is refused before training is refused alike on every rank: rank 0 says it.
   const bool speaks = !mpi || mpi->rank() == 0;
   if (const auto empty = ptrain::empty_assignment(command_line)) {
-    if (speaks) print_error("error", *empty + ": an empty value");
+    if (speaks) print_error_line("error", *empty + ": an empty value");
     return ptrain::kExitInput;
   }
   try {
@@ -138,7 +136,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return speaks ? app.exit(e) : 0;
   } catch (const CLI::ParseError& e) {
-    if (speaks) print_error("error", parse_error_line(app, *train, e));
+    if (speaks) print_error_line("error", parse_error_line(app, *train, e));
     return ptrain::kExitInput;
   }
   try {
@@ -154,20 +152,20 @@ int main(int argc, char** argv) {
   } catch (const ptrain::PlanError& e) {
     // Every rank refused the same plan before talking to another: each ends
     // here (MPI_Finalize, no abort), and the launcher passes the status on.
-    if (speaks) print_error("error", e.what());
+    if (speaks) print_error_line("error", e.what());
     return ptrain::kExitInput;
   } catch (const ptrain::InterruptedError& e) {
     // A lost worker, a timeout, a checkpoint that could not be written: a
     // restart from the last checkpoint (--resume DIR) may finish the run.
-    print_error("error", e.what());
+    print_error_line("error", e.what());
     if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitRetry);
     return ptrain::kExitRetry;
   } catch (const ptrain::Error& e) {
-    print_error("error", e.what());
+    print_error_line("error", e.what());
     if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitInput);
     return ptrain::kExitInput;
   } catch (const std::exception& e) {
-    print_error("internal error", e.what());
+    print_error_line("internal error", e.what());
     if (mpi) ptrain::MpiRuntime::abort_job(ptrain::kExitInternal);
     return ptrain::kExitInternal;
   }

@@ -1,5 +1,6 @@
 #include "cli/terminal.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -30,6 +31,14 @@ std::string painted(std::FILE* out, Colour colour, const std::string& text) {
   if (!colours(out)) return text;
   const char* code = colour == Colour::Red ? "\x1b[1;31m" : colour == Colour::Yellow ? "\x1b[1;33m" : "\x1b[1m";
   return code + text + "\x1b[0m";
+}
+
+void print_error(const std::string& kind, const std::string& message) {
+  fmt::print(stderr, "ptrain: {}: {}\n", painted(stderr, Colour::Red, kind), message);
+}
+
+void print_warning(const std::string& message) {
+  fmt::print(stderr, "ptrain: {}: {}\n", painted(stderr, Colour::Yellow, "warning"), message);
 }
 
 }  // namespace ptrain

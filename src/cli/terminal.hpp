@@ -17,4 +17,9 @@ enum class Colour { Red, Yellow, Bold };
 // `text` in `colour` where `out` may hold colours; as it is otherwise.
 std::string painted(std::FILE* out, Colour colour, const std::string& text);
 
+// "ptrain: KIND: MESSAGE" on standard error, KIND in red ("error", "internal
+// error") or yellow (print_warning) where colours go.
+void print_error(const std::string& kind, const std::string& message);
+void print_warning(const std::string& message);
+
 }  // namespace ptrain

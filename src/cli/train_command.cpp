@@ -236,11 +236,11 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     const bool speaker = world.reports() && !c.quiet;
     const BlasInfo blas = detect_blas();
     if (blas.is_reference && world.reports())
-      fmt::print(stderr,
-                 "ptrain: {}: the reference BLAS is loaded ({}); training runs many times slower. Select "
-                 "OpenBLAS: update-alternatives --set libblas.so.3-x86_64-linux-gnu "
-                 "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3\n",
-                 painted(stderr, Colour::Yellow, "warning"), blas.library);
+      print_warning(fmt::format(
+          "the reference BLAS is loaded ({}); training runs many times slower. Select OpenBLAS: "
+          "update-alternatives --set libblas.so.3-x86_64-linux-gnu "
+          "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3",
+          blas.library));
     if (world.backend == Backend::Mpi && world.servers > 0 && !c.quiet) {
       fmt::print("ptrain: rank {} of {}: {}\n", world.rank(), world.ranks->size(),
                  world.is_server() ? fmt::format("parameter server shard {}", world.rank() - world.workers)
@@ -251,9 +251,7 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
     ProgressDisplay display(stdout);
     size_t epochs = 0;  // the run's, as the progress reports tell
     RunCallbacks callbacks;
-    callbacks.on_warning = [](const std::string& line) {
-      fmt::print(stderr, "ptrain: {}: {}\n", painted(stderr, Colour::Yellow, "warning"), line);
-    };
+    callbacks.on_warning = [](const std::string& line) { print_warning(line); };
     if (speaker) {
       callbacks.on_start = [&](const RunStart& s) {
         fmt::print("ptrain: {} model ({} parameters), {} strategy, {}, {} compute thread(s) each; BLAS {}\n", s.model,
@@ -284,9 +282,7 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
       if (!c.quiet) fmt::print("  report       {}\n", c.report_path);
     }
     if (!c.quiet) print_outputs(ran);
-    if (result.diverged)
-      fmt::print(stderr, "ptrain: {}: training diverged: {}\n", painted(stderr, Colour::Red, "error"),
-                 result.diverged_why);
+    if (result.diverged) print_error("error", "training diverged: " + result.diverged_why);
     return status;
   } catch (const InterruptedError& e) {
     const std::string message = with_flags(e.what(), plan);
@@ -297,8 +293,6 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
   } catch (const Error& e) {
     const std::string message = with_flags(e.what(), plan);
     throw Error(message);
-  } catch (const std::exception& e) {
-    throw;
   }
 }
 

@@ -89,9 +89,10 @@ std::vector<TimelineTrack> Timeline::tracks() const {
 
 std::vector<std::byte> Timeline::serialize() const {
   std::vector<std::byte> out;
-  const auto all = tracks();
-  put<uint32_t>(out, static_cast<uint32_t>(all.size()));
-  for (const auto& t : all) {
+  std::lock_guard lock(mutex_);
+  put<uint32_t>(out, static_cast<uint32_t>(tracks_.size()));
+  for (const auto& track : tracks_) {
+    const TimelineTrack& t = *track;
     put_text(out, t.name);
     put<uint8_t>(out, t.truncated ? 1 : 0);
     put<uint64_t>(out, t.events.size());

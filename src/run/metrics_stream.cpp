@@ -8,17 +8,12 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "plan/plan_json.hpp"
 #include "run/report.hpp"
 #include "run/run.hpp"
 
 namespace ptrain {
-
-void MetricsStream::check(const std::string& path, const std::string& label) {
-  if (path != "-") check_output_path(path, label + " " + path);
-}
 
 MetricsStream::MetricsStream(const std::string& path, const std::string& label, bool append)
     : path_(path), label_(label + " " + path) {

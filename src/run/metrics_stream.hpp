@@ -31,11 +31,10 @@ struct RunStart;
 
 class MetricsStream {
  public:
-  // Throws ptrain::Error "<label> PATH: ..." when `path` cannot be used: it
-  // must be "-" (standard output), a regular file or a new one, never through
-  // a symlink, and never a FIFO, socket or device.
-  static void check(const std::string& path, const std::string& label);
-  // `append`: go on after what the file holds; else begin it anew.
+  // `path`: "-" (standard output), a regular file or a new one (run()
+  // checks it first: RunRecording::check), never through a symlink and never
+  // a FIFO, socket or device. `append`: go on after what the file holds; else
+  // begin it anew.
   MetricsStream(const std::string& path, const std::string& label, bool append);
   ~MetricsStream();
   MetricsStream(const MetricsStream&) = delete;

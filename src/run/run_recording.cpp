@@ -29,7 +29,6 @@ void RunRecording::check(const RunPlan& plan, const World& world, Problems& prob
 }
 
 MetricsStream* RunRecording::metrics() {
-  if (plan_.run.metrics.empty() || !world_.reports()) return nullptr;
   if (!metrics_) metrics_ = std::make_unique<MetricsStream>(plan_.run.metrics, "run.metrics", append_);
   return metrics_.get();
 }

@@ -39,7 +39,8 @@ class RunRecording {
   void failed(const std::string& message);
 
  private:
-  MetricsStream* metrics();  // opened at the first start, on the reporting process
+  // Opened at the first start; only the callbacks wrap() made (on the reporting process) ask.
+  MetricsStream* metrics();
 
   RunPlan plan_;
   World& world_;
