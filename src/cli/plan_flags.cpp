@@ -354,6 +354,13 @@ RunPlan PlanFlags::apply(RunPlan plan, Problems& problems, bool other_strategies
     if (flag == "--strategy") set_kind<StrategyRegistry>(plan.strategy, flag, text, "strategy", problems);
     if (flag == "--compress") set_kind<CodecRegistry>(plan.codec, flag, text, "codec", problems);
   }
+  // A data set chosen without a model brings its own (bible: lstm).
+  const auto given = [&](const char* name) {
+    return std::any_of(given_.begin(), given_.end(), [&](const auto& g) { return g.first == name; });
+  };
+  if (given("--data-set") && !given("--model"))
+    if (const auto kind = std::visit([](const auto& d) { return default_model_of(d); }, plan.data))
+      plan.model = *ModelRegistry::make(std::string(*kind));
   const auto flags = all_flags();
   for (const auto& [flag, text] : given_) {
     if (flag == "--straggler") {

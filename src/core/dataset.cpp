@@ -42,13 +42,46 @@ Dataset Dataset::head(size_t n) const {
   n = std::min(n, size());
   std::vector<float> f(features_.begin(), features_.begin() + static_cast<std::ptrdiff_t>(n * sample_numel_));
   std::vector<int64_t> l(labels_.begin(), labels_.begin() + static_cast<std::ptrdiff_t>(n * label_numel_));
-  return Dataset(name_, sample_shape_, std::move(f), std::move(l), num_classes_, label_shape_);
+  Dataset out(name_, sample_shape_, std::move(f), std::move(l), num_classes_, label_shape_);
+  out.stream_ = stream_;
+  return out;
+}
+
+Dataset Dataset::token_stream(std::string name, const std::vector<int32_t>& tokens, int vocabulary) {
+  if (tokens.size() < 2)
+    throw Error("data set '" + name + "': a token stream needs at least 2 tokens, has " +
+                std::to_string(tokens.size()));
+  const size_t n = tokens.size() - 1;
+  std::vector<float> inputs(tokens.begin(), tokens.end() - 1);
+  std::vector<int64_t> targets(tokens.begin() + 1, tokens.end());
+  Dataset out(std::move(name), {static_cast<int64_t>(n)}, std::move(inputs), std::move(targets), vocabulary,
+              {static_cast<int64_t>(n)});
+  out.stream_ = true;
+  return out;
+}
+
+Dataset Dataset::chunked(size_t length) const {
+  if (!stream_) throw Error("data set '" + name_ + "' is not a token stream: it cannot be cut into chunks");
+  if (length == 0) throw Error("data set '" + name_ + "': a chunk needs at least one token");
+  // Samples are in stream order, so the stream is their tokens one after another.
+  const size_t tokens = labels_.size(), chunks = tokens / length;
+  if (chunks == 0)
+    throw Error("data set '" + name_ + "': its " + std::to_string(tokens) + " tokens hold no chunk of " +
+                std::to_string(length));
+  std::vector<float> f(features_.begin(), features_.begin() + static_cast<std::ptrdiff_t>(chunks * length));
+  std::vector<int64_t> l(labels_.begin(), labels_.begin() + static_cast<std::ptrdiff_t>(chunks * length));
+  const auto t = static_cast<int64_t>(length);
+  Dataset out(name_, {t}, std::move(f), std::move(l), num_classes_, {t});
+  out.stream_ = true;
+  return out;
 }
 
 void Batch::gather(const Dataset& data, std::span<const size_t> indices) {
   sample_shape = data.sample_shape();
   label_shape = data.label_shape();
   count = indices.size();
+  this->indices.assign(indices.begin(), indices.end());
+  stream = data.stream();
   const size_t d = data.sample_numel(), t = data.label_numel();
   features.resize(indices.size() * d);
   labels.resize(indices.size() * t);

@@ -46,6 +46,19 @@ class Dataset {
   // The first n samples (for quick runs and tests).
   Dataset head(size_t n) const;
 
+  // A token stream (a corpus): its samples are consecutive pieces of one
+  // sequence, in order, so a recurrent model may carry its state from one to
+  // the next, and samplers keep the order (data/sharded_sampler.hpp).
+  bool stream() const { return stream_; }
+  // One sample holding `tokens` but the last, whose targets are the next
+  // token at each position; cut it to a model's length with chunked().
+  static Dataset token_stream(std::string name, const std::vector<int32_t>& tokens, int vocabulary);
+  // A stream cut into consecutive samples of `length` tokens (the last
+  // partial one dropped). Throws ptrain::Error when no sample is left.
+  Dataset chunked(size_t length) const;
+  // How many tokens a stream holds (its targets).
+  size_t stream_tokens() const { return labels_.size(); }
+
  private:
   std::string name_;
   std::vector<int64_t> sample_shape_;
@@ -55,6 +68,7 @@ class Dataset {
   int num_classes_ = 0;
   std::vector<int64_t> label_shape_;
   size_t label_numel_ = 1;
+  bool stream_ = false;
 };
 
 // A mini-batch gathered into contiguous memory, ready for a model.
@@ -65,6 +79,10 @@ struct Batch {
   std::vector<int64_t> labels;       // size() * label numel targets
   size_t count = 0;                  // samples
   size_t size() const { return count; }
+  // Which samples, and whether they are pieces of a stream: a recurrent model
+  // carries a row's state when its sample follows the one that row held before.
+  std::vector<size_t> indices;
+  bool stream = false;
 
   // Refills this batch with the given samples of a data set (reuses its memory).
   void gather(const Dataset& data, std::span<const size_t> indices);

@@ -3,6 +3,7 @@
 // its options struct (`name`, `fields`, `check`, `load`, and `check_test`,
 // `load_test` for the test set alone, which ptrain eval reads) and one line
 // below. Fields named train_* describe only the training set.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -10,6 +11,7 @@
 #include "core/fields.hpp"
 #include "core/problems.hpp"
 #include "core/registry.hpp"
+#include "data/bible_corpus.hpp"
 #include "data/fashion_mnist.hpp"
 #include "data/loaded_data.hpp"
 #include "data/npy_dataset.hpp"
@@ -32,7 +34,15 @@ struct FashionMnistOptions {
   Dataset load_test() const;
 };
 
-using DataRegistry = Registry<FashionMnistOptions, NpyOptions>;
+// The model a data set trains by default, where it names one (a language
+// model for a corpus); the plan's own otherwise.
+template <class D>
+std::optional<std::string_view> default_model_of(const D&) {
+  if constexpr (requires { D::default_model; }) return D::default_model;
+  else return std::nullopt;
+}
+
+using DataRegistry = Registry<FashionMnistOptions, NpyOptions, BibleOptions>;
 using DataChoice = DataRegistry::Choice;
 
 }  // namespace ptrain

@@ -530,6 +530,23 @@ Dataset load_npy_dataset(const std::string& features_path, const std::string& la
                            " beyond float32's range)"
                      : ""));
   }
+  if (!label_shape.empty()) {
+    // Language modelling: the features are token ids too, so each is a whole
+    // number in the vocabulary (which, unless given, grows to hold them).
+    // An id past it reached the embedding as a LibTorch error mid-run.
+    for (size_t i = 0; i < values.size(); ++i) {
+      const float v = values[i];
+      if (v < 0 || v != std::floor(v) || v >= 16777216.f)
+        throw Error(features_path + ": token id " + number_text(v) + " at index " + std::to_string(i) +
+                    " is not a whole number in [0, 2^24)");
+      if (v >= static_cast<float>(classes)) {
+        if (num_classes > 0)
+          throw Error(features_path + ": token id " + number_text(v) + " at index " + std::to_string(i) +
+                      " is outside the vocabulary [0, " + std::to_string(classes) + ") (data.classes)");
+        classes = static_cast<int>(v) + 1;
+      }
+    }
+  }
   return Dataset(name, std::move(sample_shape), std::move(values), std::move(label_values), classes,
                  std::move(label_shape));
 }

@@ -156,12 +156,14 @@ struct RunControls {
 struct DataControls {
   bool standardize = true;   // pixels standardised with the training set's mean and deviation
   size_t train_samples = 0;  // only the first N training samples (0: all)
+  size_t test_samples = 0;   // only the first N test samples (0: all)
   template <class Self, class Visit>
   static void fields(Self& s, Visit&& visit) {
     visit("standardize", s.standardize,
           "standardise features with the training set's mean and deviation (else as loaded; token ids never are)",
           Range{});
     visit("train_samples", s.train_samples, "use only the first N training samples (0: all)", Range{});
+    visit("test_samples", s.test_samples, "score only the first N test samples (0: all)", Range{});
   }
 };
 

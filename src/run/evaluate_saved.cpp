@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/stopwatch.hpp"
+#include "model/model_registry.hpp"
 #include "model/torch_models.hpp"
 #include "plan/plan_json.hpp"
 
@@ -42,7 +43,11 @@ Evaluation evaluate_saved_model(const std::string& path, const DataChoice& data,
   problems.throw_if_any();
   set_compute_threads(threads);
   SavedModel saved = load_saved_model(path);
-  const Dataset test = std::visit([](const auto& d) { return d.load_test(); }, data);
+  Dataset test = std::visit([](const auto& d) { return d.load_test(); }, data);
+  // A token stream is scored in pieces of the length the model was saved for.
+  if (test.stream())
+    test = test.chunked(saved.facts.input_shape.size() == 1 ? static_cast<size_t>(saved.facts.input_shape[0])
+                                                            : kDefaultSequenceLength);
   check_fits(test, saved, path);
 
   Evaluation e;

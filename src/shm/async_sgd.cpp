@@ -18,6 +18,7 @@
 #include "core/stopwatch.hpp"
 #include "core/thread_affinity.hpp"
 #include "core/timeline.hpp"
+#include "data/sharded_sampler.hpp"
 
 namespace ptrain {
 
@@ -25,10 +26,21 @@ namespace {
 
 constexpr uint64_t kOrderStream = 0x5348'4d00;  // "SHM": each thread's pass order
 
-// One thread's endless sequence of batches: its own shuffle of the whole set, reshuffled every pass.
+// One thread's endless sequence of batches: its own shuffle of the whole set,
+// reshuffled every pass; or, from a token stream, its own rows of the stream
+// in order, pass after pass (thread t as worker t of ShardedSampler's stream order).
 class BatchStream {
  public:
-  BatchStream(const Dataset& data, size_t batch, uint64_t seed) : data_(data), batch_(batch), rng_(seed) {
+  BatchStream(const Dataset& data, size_t batch, uint64_t seed, size_t thread, size_t threads)
+      : data_(data), batch_(batch), rng_(seed) {
+    if (data.stream()) {
+      const ShardedSampler rows(data.size(), threads, thread, batch, seed, SampleOrder::Stream);
+      for (size_t k = 0; k < rows.batches_per_epoch(); ++k) {
+        const auto b = rows.batch(k);
+        order_.insert(order_.end(), b.begin(), b.end());
+      }
+      return;
+    }
     order_.resize(data.size());
     std::iota(order_.begin(), order_.end(), size_t{0});
     rng_.shuffle(std::span<size_t>(order_));
@@ -38,7 +50,7 @@ class BatchStream {
     indices_.clear();
     while (indices_.size() < batch_) {
       if (at_ == order_.size()) {
-        rng_.shuffle(std::span<size_t>(order_));
+        if (!data_.stream()) rng_.shuffle(std::span<size_t>(order_));
         at_ = 0;
       }
       indices_.push_back(order_[at_++]);
@@ -57,10 +69,11 @@ class BatchStream {
   void load_state(StateReader& in, const std::string& prefix) {
     rng_.set_state(in.take_value<uint64_t>(prefix + "order.rng"));
     std::vector<size_t> order = in.take_vector<size_t>(prefix + "order");
-    // The order indexes the training set: it must be a pass over exactly this one.
+    // The order indexes the training set: it must be a pass over exactly this
+    // one (a stream's: this thread's rows, which never change).
     std::vector<bool> seen(data_.size(), false);
-    bool pass = order.size() == data_.size();
-    for (size_t i = 0; pass && i < order.size(); ++i) {
+    bool pass = data_.stream() ? order == order_ : order.size() == data_.size();
+    for (size_t i = 0; pass && !data_.stream() && i < order.size(); ++i) {
       pass = order[i] < seen.size() && !seen[order[i]];
       if (pass) seen[order[i]] = true;
     }
@@ -100,7 +113,7 @@ struct RunState {
 // The thread alone touches it while rounds run; the runner between rounds.
 struct ThreadState {
   ThreadState(const Dataset& data, const ShmConfig& config, size_t t)
-      : stream(data, config.batch, derive_seed(config.seed, kOrderStream + t)),
+      : stream(data, config.batch, derive_seed(config.seed, kOrderStream + t), t, static_cast<size_t>(config.threads)),
         backoff(config.backoff, derive_seed(config.seed, kOrderStream + 1000 + t)) {}
 
   BatchStream stream;
@@ -200,7 +213,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
       throw Error(fmt::format("{}: holds {} threads' state, this run has {}", in.source(), saved_threads, threads));
     at = in.take_value<Position>("shm.position");
     shared->load_state(in);
-    for (size_t t = 0; t < threads; ++t) own[t]->load_state(in, t);
+    for (size_t t = 0; t < threads; ++t) own[t]->load_state(in, t), replicas[t]->load_state(in);
     result.checks = in.take_vector<LossCheck>("result.checks");
     result.epochs = in.take_vector<ShmEpoch>("result.epochs");
     result.train_seconds = in.take_value<double>("result.train_seconds");
@@ -321,7 +334,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
     w.put_value("shm.threads", static_cast<uint64_t>(threads));
     w.put_value("shm.position", at);
     shared->save_state(w);
-    for (size_t t = 0; t < threads; ++t) own[t]->save_state(w, t);
+    for (size_t t = 0; t < threads; ++t) own[t]->save_state(w, t), replicas[t]->save_state(w);
     w.put("result.checks", result.checks);
     w.put("result.epochs", result.epochs);
     w.put_value("result.train_seconds", result.train_seconds);

@@ -98,5 +98,37 @@ TEST(ShardedSampler, RejectsBadArguments) {
   EXPECT_THROW(sampler.batch(10), Error);
 }
 
+// A token stream: every worker's rows run on from one batch to the next,
+// each epoch alike; G workers of batch B read the rows one worker of G*B does.
+TEST(ShardedSampler, AStreamIsReadInOrderAlongEachRow) {
+  const size_t n = 103, workers = 2, batch = 3;  // 6 rows of 17 pieces, 1 left over
+  std::vector<std::vector<size_t>> together(17);
+  for (size_t r = 0; r < workers; ++r) {
+    ShardedSampler sampler(n, workers, r, batch, 7, SampleOrder::Stream);
+    EXPECT_EQ(sampler.batches_per_epoch(), 17u);
+    EXPECT_EQ(sampler.shard_size(), 51u);
+    for (size_t epoch = 0; epoch < 2; ++epoch) {
+      sampler.start_epoch(epoch);
+      for (size_t k = 0; k < 17; ++k) {
+        const auto b = sampler.batch(k);
+        ASSERT_EQ(b.size(), batch);
+        for (size_t j = 0; j < batch; ++j) {
+          EXPECT_EQ(b[j], (r * batch + j) * 17 + k);  // row r*B + j, piece k
+          if (k > 0) {
+            EXPECT_EQ(b[j], sampler.batch(k - 1)[j] + 1);
+          }
+        }
+        if (epoch == 0) together[k].insert(together[k].end(), b.begin(), b.end());
+      }
+    }
+  }
+  const ShardedSampler one(n, 1, 0, workers * batch, 7, SampleOrder::Stream);
+  for (size_t k = 0; k < 17; ++k) {
+    const auto b = one.batch(k);
+    EXPECT_EQ(together[k], std::vector<size_t>(b.begin(), b.end())) << k;
+  }
+  EXPECT_THROW(ShardedSampler(5, 2, 0, 3, 7, SampleOrder::Stream), Error);  // 6 rows, 5 pieces
+}
+
 }  // namespace
 }  // namespace ptrain
