@@ -62,8 +62,13 @@ void print_summary(const RunPlan& plan, const RunResult& result) {
   else
     fmt::print("  test         accuracy {:.2f}%  loss {:.4f}\n", 100 * accuracy,
                result.epochs.empty() ? 0.0 : result.epochs.back().test_loss);
-  fmt::print("  throughput   {:.0f} samples/s ({:.1f} s training, {:.1f} s wall)\n", result.samples_per_s,
-             result.train_seconds, result.wall_seconds);
+  if (result.task == Task::LanguageModel)
+    fmt::print("  throughput   {:.0f} tokens/s, {:.0f} samples/s of {} tokens ({:.1f} s training, {:.1f} s wall)\n",
+               result.samples_per_s * static_cast<double>(tokens_per_sample(result)), result.samples_per_s,
+               tokens_per_sample(result), result.train_seconds, result.wall_seconds);
+  else
+    fmt::print("  throughput   {:.0f} samples/s ({:.1f} s training, {:.1f} s wall)\n", result.samples_per_s,
+               result.train_seconds, result.wall_seconds);
   if (!result.comm.empty()) fmt::print("  comm         {} sent by the busiest worker\n", mib(sent));
   if (compresses(plan.codec)) {
     CodecStats codec;

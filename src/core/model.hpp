@@ -11,6 +11,7 @@
 
 #include "core/dataset.hpp"
 #include "core/flat_layout.hpp"
+#include "core/state_stream.hpp"
 
 namespace ptrain {
 
@@ -79,6 +80,13 @@ class Model {
 
   // Host <-> device copies so far (all zero for a model on the CPU).
   virtual DeviceTraffic device_traffic() const { return {}; }
+
+  // What a model keeps from one step to the next besides its parameters (a
+  // recurrent model's state carried between batches, its dropout generator),
+  // as checkpoint records: a resumed run goes on with the same bits. Most
+  // models keep nothing.
+  virtual void save_state(StateWriter& /*out*/) const {}
+  virtual void load_state(StateReader& /*in*/) {}
 };
 
 }  // namespace ptrain

@@ -17,6 +17,22 @@ std::optional<ModelSize> size_before_making(const ModelChoice& choice, const Mod
       choice);
 }
 
+size_t sequence_length(const ModelChoice& choice) {
+  return std::visit(
+      [](const auto& m) -> size_t {
+        if constexpr (requires { m.sequence_length(); }) return m.sequence_length();
+        else return kDefaultSequenceLength;
+      },
+      choice);
+}
+
+double LstmOptions::parameters(const ModelInput& input) const {
+  const double v = input.classes, e = static_cast<double>(embedding_size), h = static_cast<double>(hidden_size);
+  double count = v * e;  // the embedding
+  for (int l = 0; l < layers; ++l) count += 4 * h * ((l == 0 ? e : h) + h + 2);  // weights and both biases
+  return count + (tie ? 0 : v * h) + v;  // the decoder
+}
+
 double MlpOptions::parameters(const ModelInput& input) const {
   double inputs = 1;
   for (int64_t d : input.sample_shape) inputs *= static_cast<double>(d);

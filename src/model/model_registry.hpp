@@ -5,13 +5,14 @@
 #include <optional>
 
 #include "core/registry.hpp"
+#include "model/lstm_options.hpp"
 #include "model/model_config.hpp"
 #include "model/softmax_regression.hpp"
 #include "model/torch_models.hpp"
 
 namespace ptrain {
 
-using ModelRegistry = Registry<MlpOptions, CnnOptions, SoftmaxOptions, TorchScriptOptions>;
+using ModelRegistry = Registry<MlpOptions, CnnOptions, SoftmaxOptions, LstmOptions, TorchScriptOptions>;
 using ModelChoice = ModelRegistry::Choice;
 
 std::unique_ptr<Model> make_model(const ModelChoice& choice, const ModelInput& input);
@@ -25,6 +26,11 @@ struct ModelSize {
   std::string field;
 };
 std::optional<ModelSize> size_before_making(const ModelChoice& choice, const ModelInput& input);
+
+// How many tokens a sample of a token stream holds for a model of `choice`:
+// the kind's own (the LSTM's bptt), else kDefaultSequenceLength.
+constexpr size_t kDefaultSequenceLength = 35;
+size_t sequence_length(const ModelChoice& choice);
 
 // The older call: by name, with the MLP's widths. Throws ptrain::Error for an unknown name.
 std::unique_ptr<Model> make_model(const ModelConfig& config, const std::vector<int64_t>& sample_shape, int classes);

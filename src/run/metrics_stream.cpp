@@ -113,6 +113,7 @@ void MetricsStream::end(const RunResult& r) {
         {"train_seconds", r.train_seconds},
         {"samples_per_s", r.samples_per_s},
         {"final_test_accuracy", accuracy},
+        {"final_test_perplexity", r.epochs.empty() ? 0.0 : r.epochs.back().test_perplexity},
         {"final_train_loss", loss}});
 }
 

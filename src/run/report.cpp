@@ -98,6 +98,7 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
                    {"servers", world.servers},
                    {"model", r.model},
                    {"task", r.task == Task::LanguageModel ? "language-model" : "classification"},
+                   {"classes", r.model_input.classes},  // or the vocabulary's size
                    {"parameters", r.parameters},
                    {"train_samples", r.train_samples},
                    {"test_samples", r.test_samples}};
@@ -198,6 +199,10 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
       {"final_test_accuracy", r.epochs.empty() ? 0.0 : r.epochs.back().test_accuracy},
       {"final_train_loss", r.epochs.empty() ? 0.0 : r.epochs.back().train_loss},
       {"final_params_fnv1a64", params_fingerprint(r.final_params)}};
+  if (r.task == Task::LanguageModel) {  // its figure, and its samples counted in tokens
+    report["summary"]["final_test_perplexity"] = r.epochs.empty() ? 0.0 : r.epochs.back().test_perplexity;
+    report["summary"]["tokens_per_s"] = r.samples_per_s * static_cast<double>(tokens_per_sample(r));
+  }
   auto& notes = report["summary"]["notes"] = nlohmann::json::object();
   for (const auto& [label, text] : r.notes) notes[label] = text;
   return report;

@@ -24,12 +24,31 @@ namespace ptrain {
 
 namespace {
 
+// A token stream is cut into pieces of the model's length, after checking
+// that every row of every worker gets one at least.
+void cut_streams(const RunPlan& plan, LoadedData& data) {
+  const size_t length = sequence_length(plan.model);
+  const size_t rows = static_cast<size_t>(std::max(plan.run.workers, 1)) * std::max<size_t>(plan.run.batch, 1);
+  const size_t tokens = data.train.stream_tokens();
+  if (tokens / rows < length)
+    throw Error(fmt::format("{}: the training stream's {} tokens, read as {} rows ({} workers x batch {}), give "
+                            "each row {}, not one piece of {}: lower {} or the batch",
+                            std::holds_alternative<LstmOptions>(plan.model) ? fmt::format("model.bptt {}", length)
+                                                                            : std::string("data"),
+                            tokens, rows, plan.run.workers, plan.run.batch, tokens / rows, length,
+                            std::holds_alternative<LstmOptions>(plan.model) ? "the bptt" : "the workers"));
+  data.train = data.train.chunked(length);
+  if (data.test.stream()) data.test = data.test.chunked(length);
+}
+
 // The data as the models see it, and the standardisation applied to it (none: as loaded).
 LoadedData load_data(const RunPlan& plan, const RunInputs& inputs,
                      std::optional<Standardization>& standardization) {
   LoadedData data = inputs.data ? *inputs.data : std::visit([](const auto& d) { return d.load(); }, plan.data);
+  if (data.train.stream()) cut_streams(plan, data);
   if (const auto why = test_set_mismatch(data.train, data.test)) throw Error("data: " + *why);
   if (plan.data_controls.train_samples > 0) data.train = data.train.head(plan.data_controls.train_samples);
+  if (plan.data_controls.test_samples > 0) data.test = data.test.head(plan.data_controls.test_samples);
   // Token ids (language modelling) are names, not measurements: never standardised.
   if (plan.data_controls.standardize && data.train.task() == Task::Classification) {
     const auto s = fit_standardization(data.train);

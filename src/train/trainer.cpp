@@ -71,11 +71,14 @@ struct RunShape {
   size_t steps_per_epoch, total_steps, epochs;
 };
 
+SampleOrder order_of(const Dataset& data) { return data.stream() ? SampleOrder::Stream : SampleOrder::Shuffled; }
+
 RunShape run_shape(const TrainConfig& config, const Dataset& train_set) {
   RunShape shape;
   shape.data_seed = derive_seed(config.seed, kDataOrderStream);
   shape.steps_per_epoch =
-      ShardedSampler(train_set.size(), static_cast<size_t>(config.workers), 0, config.batch, shape.data_seed)
+      ShardedSampler(train_set.size(), static_cast<size_t>(config.workers), 0, config.batch, shape.data_seed,
+                     order_of(train_set))
           .batches_per_epoch();
   shape.total_steps = config.epochs > 0 ? std::max<size_t>(1, static_cast<size_t>(std::llround(
                                                                    config.epochs * static_cast<double>(shape.steps_per_epoch))))
@@ -248,7 +251,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
   auto side = with_servers ? strategy.for_worker_with_servers(model, comm, *with_servers)
                            : strategy.for_worker(model, comm);
   ShardedSampler sampler(train_set.size(), static_cast<size_t>(workers), static_cast<size_t>(rank),
-                         config.batch, shape.data_seed);
+                         config.batch, shape.data_seed, order_of(train_set));
   DataCursor cursor(sampler);
   Batch batch;
   size_t step = 0;  // this worker's, over the run
@@ -274,6 +277,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
       side->load_shared_state(shared);
     }
     side->load_state(in);
+    replica.load_state(in);
     first_epoch = in.take_value<uint64_t>("epoch.index");
     if (first_epoch > shape.epochs)  // the workers' steps differ: a checkpoint ends an epoch
       throw Error(fmt::format("checkpoint {}: taken after epoch {}, past this run's {} epochs", config.resume->manifest,
@@ -363,6 +367,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
       side->save_shared_state(w);
     }
     side->save_state(w);
+    replica.save_state(w);
     w.put_value("epoch.index", static_cast<uint64_t>(next_epoch));
     w.put("epoch.losses", losses);
     w.put_value("epoch.seconds", epoch_seconds());

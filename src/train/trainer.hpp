@@ -120,6 +120,13 @@ struct RunResult {
   std::string device;  // where worker 0 computed: "cpu", "cuda:0 (NVIDIA H100 ...)"
 };
 
+// Tokens a sample holds: its targets (one for a class, T for a sequence).
+inline size_t tokens_per_sample(const RunResult& r) {
+  size_t n = 1;
+  for (const int64_t d : r.model_input.label_shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
 struct Progress {
   size_t epoch = 0, epochs = 0;
   size_t step = 0, steps_per_epoch = 0;  // within the epoch, 1-based

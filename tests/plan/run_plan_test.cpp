@@ -239,7 +239,7 @@ TEST(PlanJson, EveryBadFileIsOneErrorOfOneLineNamingTheFile) {
   EXPECT_EQ(
       test::error_message([&] { read_plan_file(path); }),
       "plan file " + path +
-          ": model.name: unknown model 'm\\x0alp' (did you mean mlp? choose mlp, cnn, softmax or "
+          ": model.name: unknown model 'm\\x0alp' (did you mean mlp? choose mlp, cnn, softmax, lstm or "
           "torchscript); "
           "run.backend: expected one of auto, local, mpi, got 'lo\\x0acal'; stra\\x0ategy is not a section "
           "of a plan (did you mean strategy?)");

@@ -51,6 +51,9 @@ class FailingModel : public Model {
     return inner_->forward_backward(batch);
   }
   Metrics evaluate(const Dataset& data) override { return inner_->evaluate(data); }
+  std::vector<int64_t> output_shape(const Batch& batch) override { return inner_->output_shape(batch); }
+  void save_state(StateWriter& out) const override { inner_->save_state(out); }
+  void load_state(StateReader& in) override { inner_->load_state(in); }
 
  private:
   std::unique_ptr<Model> inner_;

@@ -85,6 +85,9 @@ class FlatModule : public Model {
   // The module (null for a TorchScript module), and its forward as the model runs it.
   const std::shared_ptr<torch::nn::Module>& module() const { return module_; }
   torch::Tensor forward(const torch::Tensor& input) const { return forward_(input); }
+  // Staged on a device: the host's parameters into the module's, before a
+  // pass the model runs itself (a recurrent model's evaluation); else nothing.
+  void load_parameters() { parameters_to_device(); }
 
  private:
   torch::Tensor loss_of(const torch::Tensor& output, const torch::Tensor& labels) const;

@@ -2,6 +2,7 @@
 // has no LibTorch models: choosing one is an error that says so.
 #include "core/error.hpp"
 #include "model/blas_check.hpp"
+#include "model/lstm_options.hpp"
 #include "model/torch_models.hpp"
 
 namespace ptrain {
@@ -24,6 +25,10 @@ ModelScript CnnOptions::script(const ModelInput&) const {
 
 std::unique_ptr<Model> TorchScriptOptions::make(const ModelInput&) const {
   throw Error("model torchscript: this build of ptrain has no LibTorch (built with PTRAIN_WITH_TORCH=OFF)");
+}
+
+std::unique_ptr<Model> LstmOptions::make(const ModelInput&) const {
+  throw Error("model lstm: this build of ptrain has no LibTorch (built with PTRAIN_WITH_TORCH=OFF)");
 }
 
 void set_compute_threads(int n) { set_openblas_threads(n); }

@@ -1,0 +1,104 @@
+// The LSTM language model on the King James Bible through the ptrain
+// command: the same bits on threads and under mpirun, every strategy and
+// codec trains it, and each bad input is one line. Characters and a small
+// model keep each run to a second or two.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "data/bible_corpus.hpp"
+#include "run_ptrain.hpp"
+#include "test_support.hpp"
+
+namespace ptrain {
+namespace {
+
+using test::Outcome;
+using test::run_ptrain;
+using test::run_ptrain_with_env;
+
+const char* kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe";
+const std::string kSmall =
+    " --data-set bible --characters --embedding-size 16 --hidden-size 16 --layers 1 --bptt 20 --batch 4 --dropout 0.2 "
+    "--train-samples 2000 --test-samples 500 -q ";
+
+nlohmann::json report(const std::string& path) { return nlohmann::json::parse(std::ifstream(path)); }
+
+TEST(PtrainLstmCli, MpirunTrainsTheSameBitsAsThreads) {
+  if (!std::filesystem::exists(kDefaultBibleProgram)) GTEST_SKIP() << "bible-kjv not installed";
+  if (std::system("command -v mpirun >/dev/null") != 0) GTEST_SKIP() << "no mpirun";
+  test::ScratchDir dir;
+  for (const std::string codec : {"dgc --dgc-density 0.01 --dgc-clip 1"}) {
+    const std::string args = "train" + kSmall + "--max-steps 30 --optimizer momentum --lr 0.5 --compress " + codec;
+    const Outcome threads = run_ptrain(args + " --workers 2 --report " + dir.file("threads.json"));
+    ASSERT_EQ(threads.exit_code, 0) << threads.err;
+    const Outcome ranks =
+        run_ptrain_with_env(std::string(kMpirun) + " -np 2", args + " --report " + dir.file("ranks.json"));
+    ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+    const auto t = report(dir.file("threads.json")), r = report(dir.file("ranks.json"));
+    EXPECT_EQ(r["run"]["backend"], "mpi");
+    EXPECT_EQ(t["run"]["task"], "language-model");
+    EXPECT_EQ(t["summary"]["final_params_fnv1a64"], r["summary"]["final_params_fnv1a64"]) << codec;
+    EXPECT_EQ(t["summary"]["final_test_perplexity"], r["summary"]["final_test_perplexity"]) << codec;
+  }
+}
+
+TEST(PtrainLstmCli, EveryStrategyAndCodecTrainsIt) {
+  if (!std::filesystem::exists(kDefaultBibleProgram)) GTEST_SKIP() << "bible-kjv not installed";
+  test::ScratchDir dir;
+  const std::vector<std::string> cases = {
+      "--strategy hybrid --compress fp16",  "--strategy hybrid --compress int8",
+      "--strategy hybrid --compress topk",  "--strategy hybrid --compress dgc --dgc-density 0.01",
+      "--strategy sequential",              "--strategy ps-sync --servers 1",
+      "--strategy ps-backup --backup 1",    "--strategy ssp --staleness 2",
+      "--strategy async",                   "--strategy mutex",
+      "--strategy hogwild",                 "--strategy leashed"};
+  for (const std::string& strategy : cases) {
+    const std::string path = dir.file("r.json");
+    std::filesystem::remove(path);
+    const Outcome o = run_ptrain("train" + kSmall + "--workers 2 --epochs 0.25 --optimizer adam --lr 0.01 " + strategy +
+                                 " --report " + path);
+    ASSERT_EQ(o.exit_code, 0) << strategy << ": " << o.err;
+    const auto r = report(path);
+    EXPECT_EQ(r["run"]["task"], "language-model") << strategy;
+    const double perplexity = r["summary"]["final_test_perplexity"];
+    // Guessing among the characters gives about the vocabulary's size; a quarter of an epoch learns some.
+    EXPECT_TRUE(std::isfinite(perplexity)) << strategy;
+    EXPECT_LT(perplexity, 0.5 * r["run"]["classes"].get<double>()) << strategy << ": " << perplexity;
+  }
+}
+
+TEST(PtrainLstmCli, BadInputsAreOneLineEach) {
+  if (!std::filesystem::exists(kDefaultBibleProgram)) GTEST_SKIP() << "bible-kjv not installed";
+  test::ScratchDir dir;
+  // Token ids in npy features past the vocabulary given.
+  const auto npy = [&](const std::string& name, const std::string& body) {
+    const std::string path = dir.file(name);
+    const std::string script = "import numpy as np\n" + body + "\n";
+    std::ofstream(dir.file("make.py")) << script;
+    EXPECT_EQ(std::system(("cd " + dir.path().string() + " && /usr/bin/python3 make.py").c_str()), 0);
+    return path;
+  };
+  npy("x.npy", "np.save('x.npy', np.array([[1, 2, 9], [3, 4, 5]], dtype=np.int64))");
+  npy("y.npy", "np.save('y.npy', np.array([[2, 3, 4], [4, 5, 6]], dtype=np.int64))");
+  const std::string tokens = " --data-set npy --train-features " + dir.file("x.npy") + " --train-labels " +
+                             dir.file("y.npy") + " --test-features " + dir.file("x.npy") + " --test-labels " +
+                             dir.file("y.npy");
+  test::expect_one_line_errors({
+      {"train --data-set bible --bptt 0", "--bptt"},
+      {"train --data-set bible --characters --bptt 1000000 --workers 2 --batch 4",
+       "--bptt 1000000: the training stream's"},
+      {"train --data-set bible --program " + dir.file("none"), "no such program; install Debian's bible-kjv"},
+      {"train --data-set bible --held-out train", "'train': expected validation or test"},
+      {"train --data-set bible --tie --embedding-size 16 --hidden-size 32", "needs embedding_size = hidden_size (here 16 and 32)"},
+      {"train --model lstm --train-samples 100", "model lstm: a language model needs token sequences"},
+      {"train --model lstm --classes 8" + tokens, "token id 9 at index 2 is outside the vocabulary [0, 8)"},
+      {"train --data-set bible --vocabulary 2", "--vocabulary"},
+  });
+}
+
+}  // namespace
+}  // namespace ptrain
