@@ -77,6 +77,8 @@ CSV_KINDS = {
                       "a ptrain sweep --summary-csv file"),
     "dgc-ablation": ("configuration,test_accuracy,delta_vs_dense,ratio,steady_ratio,samples_per_s",
                      "bench/dgc_ablation.sh's CSV"),
+    "dgc-ablation-lm": ("configuration,test_perplexity,delta_vs_dense_percent,ratio,steady_ratio,samples_per_s",
+                        "bench/dgc_ablation.sh's CSV of the LSTM"),
     "hybrid": ("peer,workers,batch,steps,samples_per_s", "bench/hybrid_vs_peers.sh's CSV"),
     "ps-strategies": ("strategy,samples_per_s,vs_no_straggler,test_accuracy_after_epochs,test_accuracy_after_time,"
                       "epochs_in_time,staleness_mean,staleness_p99,staleness_max,dropped",
@@ -95,6 +97,7 @@ CSV_NUMBERS = {
     "sweep": ("threads", "batch", "lr", "repetition", "diverged", "crashed"),
     "sweep-summary": ("threads", "batch", "lr", "runs", "reached_target", "diverged", "crashed"),
     "dgc-ablation": ("test_accuracy", "ratio", "steady_ratio", "samples_per_s"),
+    "dgc-ablation-lm": ("test_perplexity", "ratio", "steady_ratio", "samples_per_s"),
     "hybrid": ("workers", "batch", "samples_per_s"),
     "ps-strategies": ("samples_per_s", "test_accuracy_after_epochs", "test_accuracy_after_time", "staleness_mean"),
     "allreduce": ("ranks", "bytes"),
@@ -818,10 +821,17 @@ def _rows_height(n):
 def dgc_panels(source, suffix):
     rows = source.data
     labels = [r["configuration"] for r in rows]
+    if source.kind == "dgc-ablation-lm":  # a run that did not converge has no perplexity: no bar
+        figure = Panel("dgc:perplexity", lambda ax, fig: _barh(
+            ax, labels, [("test perplexity", [r["test_perplexity"] for r in rows])],
+            "test perplexity (lower is better; none: did not converge)", "test perplexity" + suffix),
+            height=_rows_height(len(rows)))
+    else:
+        figure = Panel("dgc:accuracy", lambda ax, fig: _barh(
+            ax, labels, [("test accuracy", [r["test_accuracy"] for r in rows])],
+            "test accuracy (%)", "test accuracy" + suffix), height=_rows_height(len(rows)))
     return [
-        Panel("dgc:accuracy", lambda ax, fig: _barh(ax, labels, [("test accuracy", [r["test_accuracy"] for r in rows])],
-                                                   "test accuracy (%)", "test accuracy" + suffix),
-              height=_rows_height(len(rows))),
+        figure,
         Panel("dgc:ratio", lambda ax, fig: _barh(ax, labels, [("whole run", [r["ratio"] for r in rows]),
                                                             ("after warm-up", [r["steady_ratio"] for r in rows])],
                                                 "compression ratio (dense bytes / bytes sent)",
@@ -1092,6 +1102,7 @@ def timeline_panel(source, window, suffix):
 
 CSV_PANELS = {
     "dgc-ablation": dgc_panels,
+    "dgc-ablation-lm": dgc_panels,
     "ps-strategies": ps_strategy_panels,
     "simulate": simulate_panels,
     "hybrid": hybrid_panels,

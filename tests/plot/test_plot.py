@@ -254,6 +254,23 @@ class BenchTest(Temporary):
                          ["dense (no compression)", "DGC, all parts", "DGC, no momentum correction"])
         self.assert_writes([path])
 
+    def test_dgc_ablation_of_a_language_model(self):
+        # The LSTM's ablation: perplexity bars, none for a run that did not converge.
+        path = self.file("bench-dgc-ablation.csv",
+                         "configuration,test_perplexity,delta_vs_dense_percent,ratio,steady_ratio,samples_per_s,"
+                         "converged\n"
+                         '"dense",121.6100,0.0000,1.000,1.000,199.0,1\n'
+                         '"top-k alone",nan,nan,499.739,499.739,188.0,0\n'
+                         '"+ momentum correction",151.3400,24.4400,499.739,499.739,232.0,1\n')
+        self.assertEqual(P.load(path).kind, "dgc-ablation-lm")
+        fig = figure(path)
+        widths = [w for _, w in bars(axes(fig, "dgc:perplexity"))]
+        self.assertEqual(widths[0], 121.61)
+        self.assertTrue(math.isnan(widths[1]))
+        self.assertEqual(widths[2], 151.34)
+        self.assertEqual([w for _, w in bars(axes(fig, "dgc:ratio"), "after warm-up")], [1.0, 499.739, 499.739])
+        self.assert_writes([path])
+
     def test_simulate_speedup_per_exchange_and_bandwidth(self):
         path = self.file("sim.csv", SIMULATE_CSV)
         fig = figure(path)
