@@ -11,7 +11,8 @@ cd "$(dirname "$0")"
 what=${1:-build}
 jobs=$(nproc)
 
-step() { echo "build.sh: $*"; }
+# Each step says when it starts (minutes:seconds since build.sh began), so a log shows where the time went.
+step() { printf 'build.sh: [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 if [ "$what" = demo ]; then
   step "checking the Debian packages the ptrain program needs (tools/setup-debian demo)"
