@@ -14,7 +14,7 @@ const std::string kSweepCsvHeader =
     "strategy,threads,batch,lr,repetition,seed,stopped_by,reached_target,seconds_to_target,final_train_loss,"
     "test_accuracy,diverged,crashed,train_seconds,updates,gradients,updates_per_s,staleness_mean,staleness_p50,"
     "staleness_p90,staleness_p99,staleness_max,failed_swaps,failed_swaps_per_update,dropped,contended_locks,"
-    "staleness_histogram,params_fnv1a64,plan_fnv1a64,error\n";
+    "staleness_histogram,params_fnv1a64,plan_fnv1a64,error,test_perplexity\n";
 
 namespace {
 
@@ -35,7 +35,8 @@ enum Column : size_t {
   kStalenessMean = 17,
   kPlan = 28,
   kError = 29,
-  kColumns = 30,
+  kTestPerplexity = 30,  // a language model's figure (last, so that older readers of the columns before it still read them)
+  kColumns = 31,
 };
 
 // RFC 4180: in quotes, quotes doubled; a line break becomes a space (one run, one line).
@@ -116,7 +117,7 @@ std::string sweep_csv_line(const SweepRun& run, const RunResult& result) {
     if (r.staleness.bins[s] > 0)
       histogram += fmt::format("{}{}:{}", histogram.empty() ? "" : ";", s, r.staleness.bins[s]);
   return fmt::format(
-      "{},{},{},{},{:.6f},{:.4f},{},0,{:.4f},{},{},{:.1f},{:.4f},{},{},{},{},{},{:.4f},{},{},{},{},{},\n",
+      "{},{},{},{},{:.6f},{:.4f},{},0,{:.4f},{},{},{:.1f},{:.4f},{},{},{},{},{},{:.4f},{},{},{},{},{},,{}\n",
       prefix(run), r.stopped_by == "time limit" ? "time_limit" : r.stopped_by, r.seconds_to_target ? 1 : 0,
       r.seconds_to_target ? fmt::format("{:.4f}", *r.seconds_to_target) : "", r.final_loss,
       result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy, r.diverged ? 1 : 0, r.train_seconds,
@@ -124,7 +125,10 @@ std::string sweep_csv_line(const SweepRun& run, const RunResult& result) {
       r.staleness.quantile(0.5), r.staleness.quantile(0.9), r.staleness.quantile(0.99), r.staleness.max(),
       r.totals.failed_swaps, applied > 0 ? static_cast<double>(r.totals.failed_swaps) / applied : 0.0,
       r.totals.dropped, r.totals.contended_locks, histogram, params_fingerprint(result.final_params),
-      plan_fingerprint(run.plan));
+      plan_fingerprint(run.plan),
+      result.task == Task::LanguageModel && !result.epochs.empty()
+          ? fmt::format("{:.4f}", result.epochs.back().test_perplexity)
+          : std::string());
 }
 
 std::string sweep_csv_crash_line(const SweepRun& run, const std::string& error) {

@@ -239,13 +239,13 @@ def sweep_csv(rows=None, torn=False):
             (rows or sweep_rows()):
         if crashed:
             fields = [strategy, threads, batch, lr, rep, 42 + rep, "crashed", 0] + [""] * 3 + [0, 1] + \
-                [""] * 15 + ["5c1cd573eeb9af34", '"worker 1 failed: boom, badly"']
+                [""] * 15 + ["5c1cd573eeb9af34", '"worker 1 failed: boom, badly"', ""]
         else:
             fields = [strategy, threads, batch, lr, rep, 42 + rep, "diverged" if diverged else
                       ("target" if reached else "epochs"), reached,
                       "" if seconds is None else f"{seconds:.4f}", "" if loss is None else f"{loss:.6f}",
                       "0.5722", diverged, 0, "0.0089", 25, 25, "2804.9", f"{staleness:.4f}", 0, 0, 0, 0, 0,
-                      "0.0000", 0, 0, "0:25", "32fa671d7d6d4995", "5c1cd573eeb9af34", ""]
+                      "0.0000", 0, 0, "0:25", "32fa671d7d6d4995", "5c1cd573eeb9af34", "", ""]
         assert len(fields) == len(header.split(",")), len(fields)
         lines.append(",".join(str(f) for f in fields))
     text = "\n".join(lines) + "\n"

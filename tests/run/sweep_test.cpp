@@ -165,7 +165,7 @@ TEST(Sweep, ACsvOfAnotherSweepOrADamagedOneIsRefusedUntouched) {
                  "file, or give the sweep the options it was written with");
   // A damaged line that is whole (it ends with its newline), and one with a word for a number.
   expect_refused(kSweepCsvHeader + lines[1] + "\nhogwild,1,16\n", grid(),
-                 "--csv x.csv: line 3 is damaged: 3 fields, a sweep row has 30");
+                 "--csv x.csv: line 3 is damaged: 3 fields, a sweep row has 31");
   std::string word = lines[1];
   word.replace(word.find(",16,"), 4, ",sixteen,");
   expect_refused(kSweepCsvHeader + word + "\n", grid(),
@@ -199,7 +199,7 @@ TEST(Sweep, CrashedAndDivergedRunsAreCountedPerCellAndTheSweepGoesOn) {
   const auto lines = lines_of(text_of(dir.file("s.csv")));
   ASSERT_EQ(lines.size(), 9u);  // one line per run, the crash's error too
   EXPECT_EQ(lines[4], "hogwild,1,16,0.1,1,8,crashed,0,,,,0,1,,,,,,,,,,,,,,,," + plan_fingerprint(grid()[3].plan) +
-                          ",\"shared-memory thread 0 failed: out of \"\"memory\"\", really\"");
+                          ",\"shared-memory thread 0 failed: out of \"\"memory\"\", really\",");
   EXPECT_EQ(r.rows[3].error, "shared-memory thread 0 failed: out of \"memory\", really");
   const auto cells = summarize_sweep(r.rows);
   ASSERT_EQ(cells.size(), 4u);
