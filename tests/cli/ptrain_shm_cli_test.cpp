@@ -194,7 +194,7 @@ TEST(PtrainShmCli, SweepWritesOneRowPerRun) {
   // seq once per lr (1 thread); hogwild and leashed at 1 and 2 threads; 2 repetitions each.
   ASSERT_EQ(rows.size(), 1u + (2 + 2 * 2 * 2) * 2);
   const size_t columns = fields(rows[0]);
-  EXPECT_EQ(columns, 30u);
+  EXPECT_EQ(columns, 31u);
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(fields(rows[i]), columns) << rows[i];
   EXPECT_EQ(rows[1].rfind("seq,1,16,0.05,0,", 0), 0u) << rows[1];
   EXPECT_EQ(rows[2].rfind("seq,1,16,0.05,1,", 0), 0u) << rows[2];  // the next repetition, seed + 1
