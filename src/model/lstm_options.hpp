@@ -40,6 +40,7 @@ struct LstmOptions {
   static constexpr const char* size_field = "hidden_size";
   // A token stream is cut into samples of this many tokens for it.
   size_t sequence_length() const { return static_cast<size_t>(bptt); }
+  static constexpr const char* sequence_field = "bptt";
 };
 
 }  // namespace ptrain

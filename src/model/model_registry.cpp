@@ -17,11 +17,11 @@ std::optional<ModelSize> size_before_making(const ModelChoice& choice, const Mod
       choice);
 }
 
-size_t sequence_length(const ModelChoice& choice) {
+std::optional<SequenceLength> sequence_length(const ModelChoice& choice) {
   return std::visit(
-      [](const auto& m) -> size_t {
-        if constexpr (requires { m.sequence_length(); }) return m.sequence_length();
-        else return kDefaultSequenceLength;
+      [](const auto& m) -> std::optional<SequenceLength> {
+        if constexpr (requires { m.sequence_length(); }) return SequenceLength{m.sequence_length(), m.sequence_field};
+        else return std::nullopt;
       },
       choice);
 }

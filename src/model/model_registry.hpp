@@ -28,9 +28,14 @@ struct ModelSize {
 std::optional<ModelSize> size_before_making(const ModelChoice& choice, const ModelInput& input);
 
 // How many tokens a sample of a token stream holds for a model of `choice`:
-// the kind's own (the LSTM's bptt), else kDefaultSequenceLength.
+// the kind's own (the LSTM's bptt, its field `sequence_field`), or nothing for
+// a kind without one, which takes kDefaultSequenceLength.
 constexpr size_t kDefaultSequenceLength = 35;
-size_t sequence_length(const ModelChoice& choice);
+struct SequenceLength {
+  size_t tokens = 0;
+  std::string field;
+};
+std::optional<SequenceLength> sequence_length(const ModelChoice& choice);
 
 // The older call: by name, with the MLP's widths. Throws ptrain::Error for an unknown name.
 std::unique_ptr<Model> make_model(const ModelConfig& config, const std::vector<int64_t>& sample_shape, int classes);

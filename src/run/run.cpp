@@ -27,16 +27,16 @@ namespace {
 // A token stream is cut into pieces of the model's length, after checking
 // that every row of every worker gets one at least.
 void cut_streams(const RunPlan& plan, LoadedData& data) {
-  const size_t length = sequence_length(plan.model);
+  const auto own = sequence_length(plan.model);
+  const size_t length = own ? own->tokens : kDefaultSequenceLength;
   const size_t rows = static_cast<size_t>(std::max(plan.run.workers, 1)) * std::max<size_t>(plan.run.batch, 1);
   const size_t tokens = data.train.stream_tokens();
   if (tokens / rows < length)
     throw Error(fmt::format("{}: the training stream's {} tokens, read as {} rows ({} workers x batch {}), give "
                             "each row {}, not one piece of {}: lower {} or the batch",
-                            std::holds_alternative<LstmOptions>(plan.model) ? fmt::format("model.bptt {}", length)
-                                                                            : std::string("data"),
-                            tokens, rows, plan.run.workers, plan.run.batch, tokens / rows, length,
-                            std::holds_alternative<LstmOptions>(plan.model) ? "the bptt" : "the workers"));
+                            own ? fmt::format("model.{} {}", own->field, length) : std::string("data"), tokens, rows,
+                            plan.run.workers, plan.run.batch, tokens / rows, length,
+                            own ? "the " + own->field : std::string("the workers")));
   data.train = data.train.chunked(length);
   if (data.test.stream()) data.test = data.test.chunked(length);
 }
