@@ -1,7 +1,6 @@
 // Plain single-process LibTorch peer for the ptrain throughput benchmark:
 // trains the MLP 784-128-10 (ReLU, cross-entropy, Adam lr 1e-3) on
 // Fashion-MNIST with one thread and prints one JSON line with samples/s.
-#include <dlfcn.h>
 #include <torch/torch.h>
 #include <zlib.h>
 
@@ -14,6 +13,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "model/torch_models.hpp"
 
 namespace {
 
@@ -34,11 +35,6 @@ std::vector<uint8_t> read_idx(const std::string& path, size_t header) {
   return bytes;
 }
 
-// OpenBLAS ignores torch::set_num_threads; reach it by name if it is loaded.
-void single_thread_openblas() {
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
-}
 
 }  // namespace
 
@@ -55,8 +51,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    torch::set_num_threads(1);
-    single_thread_openblas();
+    ptrain::set_compute_threads(1);  // one LibTorch and one OpenBLAS thread, as each ptrain worker has
     torch::manual_seed(0);
 
     auto images = read_idx(data + "/train-images-idx3-ubyte.gz", 16);

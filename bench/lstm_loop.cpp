@@ -5,7 +5,6 @@
 // batches a stream for one worker, with the state carried between batches.
 // Prints one JSON line with tokens/s. --dump-tokens writes the training
 // stream as .npy so that bench/lstm_peer.py reads the same tokens.
-#include <dlfcn.h>
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
@@ -19,14 +18,10 @@
 #include <vector>
 
 #include "data/bible_corpus.hpp"
+#include "model/torch_models.hpp"
 
 namespace {
 
-// OpenBLAS ignores torch::set_num_threads; reach it by name if it is loaded.
-void single_thread_openblas() {
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
-}
 
 // A 1-D int64 .npy (format 1.0), so that the Python peer needs no parser of ours.
 void write_npy(const std::string& path, const std::vector<int64_t>& values) {
@@ -100,8 +95,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    torch::set_num_threads(1);
-    single_thread_openblas();
+    ptrain::set_compute_threads(1);  // one LibTorch and one OpenBLAS thread, as each ptrain worker has
     torch::manual_seed(0);
 
     ptrain::BibleOptions corpus;
