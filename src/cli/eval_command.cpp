@@ -40,8 +40,9 @@ void print_model(const Evaluation& e) {
     m.loss = t.value("loss", 0.0);
     m.accuracy = t.value("accuracy", 0.0);
     m.perplexity = t.value("perplexity", 0.0);
-    m.targets =
-        t.value("samples", size_t{0}) * (f.label_shape.empty() ? 1 : static_cast<size_t>(f.label_shape[0]));
+    // Files saved before "targets" was written: the samples times their targets each.
+    m.targets = t.value("targets", t.value("samples", size_t{0}) *
+                                       (f.label_shape.empty() ? 1 : static_cast<size_t>(f.label_shape[0])));
     const size_t correct = static_cast<size_t>(std::llround(m.accuracy * static_cast<double>(m.targets)));
     fmt::print("ptrain: the run that saved it measured {} on its test set\n",
                metrics_line(m, correct, f.task()));

@@ -60,11 +60,11 @@ Dataset Dataset::token_stream(std::string name, const std::vector<int32_t>& toke
   return out;
 }
 
-Dataset Dataset::chunked(size_t length) const {
+Dataset Dataset::chunked(size_t length, size_t max_samples) const {
   if (!stream_) throw Error("data set '" + name_ + "' is not a token stream: it cannot be cut into chunks");
   if (length == 0) throw Error("data set '" + name_ + "': a chunk needs at least one token");
   // Samples are in stream order, so the stream is their tokens one after another.
-  const size_t tokens = labels_.size(), chunks = tokens / length;
+  const size_t tokens = labels_.size(), chunks = std::min(tokens / length, max_samples);
   if (chunks == 0)
     throw Error("data set '" + name_ + "': its " + std::to_string(tokens) + " tokens hold no chunk of " +
                 std::to_string(length));
@@ -74,6 +74,18 @@ Dataset Dataset::chunked(size_t length) const {
   Dataset out(name_, {t}, std::move(f), std::move(l), num_classes_, {t});
   out.stream_ = true;
   return out;
+}
+
+StreamRows stream_rows(size_t pieces) {
+  const size_t rows = std::min(kStreamEvaluationRows, pieces);
+  return {rows, rows == 0 ? 0 : pieces / rows};
+}
+
+Dataset Dataset::as_evaluation_rows(size_t piece_length) const {
+  if (piece_length == 0) throw Error("data set '" + name_ + "': a chunk needs at least one token");
+  const StreamRows r = stream_rows(stream_tokens() / piece_length);
+  if (r.rows == 0) return chunked(piece_length);  // says there is no piece
+  return chunked(r.per_row * piece_length, r.rows);
 }
 
 void Batch::gather(const Dataset& data, std::span<const size_t> indices) {

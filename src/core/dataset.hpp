@@ -54,8 +54,13 @@ class Dataset {
   // token at each position; cut it to a model's length with chunked().
   static Dataset token_stream(std::string name, const std::vector<int32_t>& tokens, int vocabulary);
   // A stream cut into consecutive samples of `length` tokens (the last
-  // partial one dropped). Throws ptrain::Error when no sample is left.
-  Dataset chunked(size_t length) const;
+  // partial one dropped), at most `max_samples` of them. Throws
+  // ptrain::Error when no sample is left.
+  Dataset chunked(size_t length, size_t max_samples = SIZE_MAX) const;
+  // A stream scored as a recurrent model scores it: cut into pieces of
+  // `piece_length`, dealt into stream_rows() rows of whole consecutive pieces,
+  // each row one sample (the pieces that do not fill a row left out).
+  Dataset as_evaluation_rows(size_t piece_length) const;
   // How many tokens a stream holds (its targets).
   size_t stream_tokens() const { return labels_.size(); }
 
@@ -70,6 +75,15 @@ class Dataset {
   size_t label_numel_ = 1;
   bool stream_ = false;
 };
+
+// How a recurrent model reads a stream of `pieces` pieces when it evaluates:
+// in `rows` rows (the word language-model recipe's 10, or fewer for a short
+// stream), each of `per_row` consecutive pieces with the state carried along.
+struct StreamRows {
+  size_t rows = 0, per_row = 0;
+};
+inline constexpr size_t kStreamEvaluationRows = 10;
+StreamRows stream_rows(size_t pieces);
 
 // A mini-batch gathered into contiguous memory, ready for a model.
 struct Batch {

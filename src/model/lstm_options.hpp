@@ -12,6 +12,7 @@
 #include "core/fields.hpp"
 #include "core/model.hpp"
 #include "model/model_input.hpp"
+#include "model/model_script.hpp"
 
 namespace ptrain {
 
@@ -35,6 +36,9 @@ struct LstmOptions {
     visit("tie", s.tie, "the decoder shares the embedding's weights (needs embedding_size = hidden_size)", Range{});
   }
   std::unique_ptr<Model> make(const ModelInput& input) const;
+  // Its forward from a zero state over sequences of any length, the state
+  // carried through each (evaluation: no dropout).
+  ModelScript script(const ModelInput& input) const;
   // The parameters make() would allocate, known before anything is.
   double parameters(const ModelInput& input) const;
   static constexpr const char* size_field = "hidden_size";

@@ -16,6 +16,10 @@ struct ModelScript {
   // `def forward(self, x: Tensor) -> Tensor:` over self.<parameters>, computing
   // what the model computes, from inputs as the model takes them (standardised).
   std::string forward;
+  // A recurrent model: forward takes a sequence of any length from a zero
+  // state, so a token stream is scored as whole rows (core/dataset.hpp's
+  // as_evaluation_rows), the state carried through each as in training.
+  bool recurrent = false;
   // ...or it is a TorchScript file already (model torchscript): its module,
   // with the trained weights in place of the file's.
   std::string module_file;

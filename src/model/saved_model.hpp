@@ -14,7 +14,8 @@
 //                         TorchScript (ModelScript), or the TorchScript module the run trained
 //   attributes            ptrain_format (1), ptrain_version, model_name, task ("classification" or
 //                         "language-model"), classes, input_shape and label_shape (one sample's),
-//                         standardized, mean, std, own_loss
+//                         standardized, mean, std, own_loss, recurrent (absent in files saved
+//                         before it: false)
 // and an extra file, ptrain.json, with what the caller adds (run/ writes the
 // plan that trained it and ptrain's version and commit).
 #include <cstdint>
@@ -46,6 +47,8 @@ struct SavedModelFacts {
   int classes = 0;                   // or the vocabulary's size
   std::optional<Standardization> standardization;  // none: features as loaded (token ids always)
   bool own_loss = false;  // the module's loss method scores it (set when saving), not cross-entropy
+  // Its forward takes sequences of any length from a zero state (ModelScript::recurrent; set when saving).
+  bool recurrent = false;
   Task task() const { return label_shape.empty() ? Task::Classification : Task::LanguageModel; }
 };
 
@@ -55,7 +58,7 @@ bool can_save_models();
 // Writes the model `choice`, built for `input`, with the trained `params` (in
 // its layout's order), to `path` as above, through core/atomic_file.hpp: the
 // file is complete or absent, and a symlink, FIFO or device is never written
-// through. `facts` gives the attributes but for own_loss; `metadata_json`
+// through. `facts` gives the attributes but for own_loss and recurrent; `metadata_json`
 // becomes ptrain.json. Errors begin with `label` (e.g. "run.save_model: PATH").
 // A kind without a TorchScript form (no script()) cannot be saved.
 void save_model_file(const std::string& path, const ModelChoice& choice, const ModelInput& input,

@@ -24,10 +24,13 @@ std::string targets_text(const std::vector<int64_t>& label_shape) {
 void check_fits(const Dataset& test, const SavedModel& saved, const std::string& path) {
   const SavedModelFacts& f = saved.facts;
   if (test.size() == 0) throw Error("data: the test set holds no samples");
-  if (test.sample_shape() != f.input_shape)
+  // A recurrent model takes sequences of any length (the stream's rows).
+  const bool takes_it = f.recurrent && test.stream() ? test.sample_shape().size() == f.input_shape.size()
+                                                     : test.sample_shape() == f.input_shape;
+  if (!takes_it)
     throw Error(fmt::format("data: the test set's samples have shape [{}]; the model in {} takes [{}]",
                             fmt::join(test.sample_shape(), ", "), path, fmt::join(f.input_shape, ", ")));
-  if (test.label_shape() != f.label_shape)
+  if (test.label_shape().size() != f.label_shape.size() || (!f.recurrent && test.label_shape() != f.label_shape))
     throw Error(fmt::format("data: the test set has {}; the model in {} predicts {}",
                             targets_text(test.label_shape()), path, targets_text(f.label_shape)));
   if (test.num_classes() > f.classes)
@@ -44,10 +47,13 @@ Evaluation evaluate_saved_model(const std::string& path, const DataChoice& data,
   set_compute_threads(threads);
   SavedModel saved = load_saved_model(path);
   Dataset test = std::visit([](const auto& d) { return d.load_test(); }, data);
-  // A token stream is scored in pieces of the length the model was saved for.
-  if (test.stream())
-    test = test.chunked(saved.facts.input_shape.size() == 1 ? static_cast<size_t>(saved.facts.input_shape[0])
-                                                            : kDefaultSequenceLength);
+  // A token stream is scored in pieces of the length the model was saved
+  // for; by a recurrent model, as whole rows of them, as its training scored it.
+  if (test.stream()) {
+    const size_t length = saved.facts.input_shape.size() == 1 ? static_cast<size_t>(saved.facts.input_shape[0])
+                                                               : kDefaultSequenceLength;
+    test = saved.facts.recurrent ? test.as_evaluation_rows(length) : test.chunked(length);
+  }
   check_fits(test, saved, path);
 
   Evaluation e;

@@ -39,7 +39,8 @@ nlohmann::json metadata(const RunPlan& plan, const RunResult& r, const SavedMode
     j["final_test"] = {{"loss", e.test_loss},
                        {"accuracy", e.test_accuracy},
                        {"perplexity", e.test_perplexity},
-                       {"samples", r.test_samples}};
+                       {"samples", r.test_samples},
+                       {"targets", e.test_targets}};
   } else {
     j["final_test"] = nullptr;
   }

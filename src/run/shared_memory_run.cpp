@@ -23,6 +23,7 @@ EpochMetrics epoch_metrics(const ShmEpoch& e, size_t batch) {
   m.test_loss = e.test.loss;
   m.test_accuracy = e.test.accuracy;
   m.test_perplexity = e.test.perplexity;
+  m.test_targets = e.test.targets;
   m.seconds = e.seconds;
   m.samples_per_s = e.seconds > 0 ? static_cast<double>(e.gradients * batch) / e.seconds : 0.0;
   return m;

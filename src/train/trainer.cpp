@@ -512,6 +512,7 @@ void run_worker(const TrainConfig& config, const RunShape& shape, const Dataset&
         m.test_loss = test.loss;
         m.test_accuracy = test.accuracy;
         m.test_perplexity = test.perplexity;
+        m.test_targets = test.targets;
       }
       result.epochs.push_back(m);
       if (callbacks.on_epoch_end) callbacks.on_epoch_end(m);

@@ -59,6 +59,7 @@ struct EpochMetrics {
   double test_loss = 0;
   double test_accuracy = 0;    // of the classes, or of the next tokens
   double test_perplexity = 0;  // exp(test_loss): language modelling's figure
+  size_t test_targets = 0;     // what the evaluation scored (a stream's: whole evaluation rows)
   double seconds = 0;  // training time of the epoch, evaluation excluded
   double samples_per_s = 0;
 };

@@ -71,6 +71,54 @@ TEST(PtrainLstmCli, EveryStrategyAndCodecTrainsIt) {
   }
 }
 
+// --save writes the LSTM as TorchScript: ptrain eval scores the test stream
+// as the run did (whole rows, the state carried), and on npy sequences
+// Python's torch.jit.load scores what ptrain does.
+TEST(PtrainLstmCli, ASavedModelScoresWhatTheRunMeasuredInPtrainEvalAndPython) {
+  if (!std::filesystem::exists(kDefaultBibleProgram)) GTEST_SKIP() << "bible-kjv not installed";
+  test::ScratchDir dir;
+  const std::string data = " --data-set bible --characters";
+  const Outcome trained = run_ptrain("train" + data + " --embedding-size 16 --hidden-size 16 --bptt 20 --batch 4 " +
+                                     "--train-samples 2000 --workers 2 -q --max-steps 30 --save " + dir.file("m.pt") +
+                                     " --report " + dir.file("run.json"));
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  const Outcome scored = run_ptrain("eval --model " + dir.file("m.pt") + data + " --report " + dir.file("eval.json"));
+  ASSERT_EQ(scored.exit_code, 0) << scored.err;
+  const auto run = report(dir.file("run.json")), eval = report(dir.file("eval.json"));
+  const double measured = run["summary"]["final_test_perplexity"], again = eval["test"]["perplexity"];
+  EXPECT_NEAR(again, measured, 1e-6 * measured);
+  EXPECT_EQ(eval["test"]["samples"], 10);  // the stream in the 10 rows training scored it in
+  EXPECT_NE(scored.out.find("the run that saved it measured perplexity"), std::string::npos) << scored.out;
+
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) return;
+  std::ofstream(dir.file("make.py")) << "import numpy as np\n"
+                                        "rng = np.random.default_rng(3)\n"
+                                        "for name, n in (('train', 400), ('test', 60)):\n"
+                                        "    x = rng.integers(0, 9, size=(n, 13))\n"
+                                        "    x[:, 1::2] = (x[:, 0::2][:, :6] + 1) % 9\n"
+                                        "    np.save(name + '_x.npy', x[:, :12].astype(np.int64))\n"
+                                        "    np.save(name + '_y.npy', x[:, 1:].astype(np.int64))\n";
+  ASSERT_EQ(std::system(("cd " + dir.path().string() + " && /usr/bin/python3 make.py").c_str()), 0);
+  const std::string npy = " --data-set npy --train-features " + dir.file("train_x.npy") + " --train-labels " +
+                          dir.file("train_y.npy") + " --test-features " + dir.file("test_x.npy") +
+                          " --test-labels " + dir.file("test_y.npy");
+  const Outcome own = run_ptrain("train --model lstm --embedding-size 8 --hidden-size 12 --bptt 12 --epochs 2 -q" +
+                                 npy + " --save " + dir.file("own.pt") + " --report " + dir.file("own.json"));
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  const std::string script = std::string(PTRAIN_SOURCE_DIR) + "/examples/python_eval/evaluate.py";
+  const std::string out = dir.file("python.out");
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + script + " --json " + dir.file("own.pt") + " --features " +
+                         dir.file("test_x.npy") + " --labels " + dir.file("test_y.npy") + " >" + out)
+                            .c_str()),
+            0);
+  const auto python = nlohmann::json::parse(std::ifstream(out));
+  const auto own_run = report(dir.file("own.json"));
+  const double loss = own_run["epochs"].back()["test_loss"];
+  EXPECT_EQ(python["task"], "language-model");
+  EXPECT_NEAR(python["loss"].get<double>(), loss, 1e-5 * loss);
+  EXPECT_NEAR(std::exp(python["loss"].get<double>()), own_run["summary"]["final_test_perplexity"].get<double>(), 1e-3);
+}
+
 TEST(PtrainLstmCli, BadInputsAreOneLineEach) {
   if (!std::filesystem::exists(kDefaultBibleProgram)) GTEST_SKIP() << "bible-kjv not installed";
   test::ScratchDir dir;

@@ -12,6 +12,7 @@
 #include "core/rng.hpp"
 #include "data/sharded_sampler.hpp"
 #include "model/model_registry.hpp"
+#include "model/saved_model.hpp"
 #include "run/resume.hpp"
 #include "run/run.hpp"
 #include "run/run_fixtures.hpp"
@@ -137,6 +138,44 @@ TEST(LstmModel, TyingSharesTheEmbeddingAndIsRefusedForOtherWidths) {
   EXPECT_NE(test::error_message([&] { small_lstm().make(ModelInput{{1, 28, 28}, 10, {}, 0}); })
                 .find("model lstm: a language model needs token sequences"),
             std::string::npos);
+}
+
+// Saved (--save), the model scores a stream as the trained one did: the
+// file's forward from a zero state over whole rows is the trained model's
+// pieces with the state carried through them.
+TEST(LstmModel, ASavedModelScoresAStreamAsTheTrainedModelDid) {
+  test::ScratchDir dir;
+  const Dataset stream = Dataset::token_stream("s", stream_tokens(700, 6), kVocabulary);
+  for (const bool tie : {false, true}) {
+    LstmOptions o = small_lstm(0.3);
+    o.tie = tie;
+    const ModelInput input{{o.bptt}, kVocabulary, {o.bptt}, 3};
+    const ModelChoice choice = o;
+    auto replica = make_model(choice, input);
+    std::vector<float> params(replica->params().begin(), replica->params().end());
+    for (size_t i = 0; i < params.size(); ++i) params[i] += 0.01f * static_cast<float>(i % 5) - 0.02f;
+    std::copy(params.begin(), params.end(), replica->params().begin());
+    SavedModelFacts facts;
+    facts.ptrain_version = "test";
+    facts.input_shape = {o.bptt};
+    facts.label_shape = {o.bptt};
+    facts.classes = kVocabulary;
+    const std::string path = dir.file(tie ? "tied.pt" : "lstm.pt");
+    save_model_file(path, choice, input, params, facts, "{}", "test");
+
+    SavedModel saved = load_saved_model(path);
+    EXPECT_TRUE(saved.facts.recurrent);
+    EXPECT_EQ(saved.facts.model, "lstm");
+    const Dataset rows = stream.as_evaluation_rows(8);
+    ASSERT_EQ(rows.size(), 10u);  // 699 tokens: 87 pieces of 8, 10 rows of 8 pieces
+    EXPECT_EQ(rows.sample_shape(), std::vector<int64_t>{64});
+    const Metrics trained = replica->evaluate(stream.chunked(8));
+    const Metrics loaded = saved.model->evaluate(rows);
+    EXPECT_EQ(loaded.targets, trained.targets);
+    EXPECT_NEAR(loaded.loss, trained.loss, 1e-6 * trained.loss) << tie;
+    EXPECT_NEAR(loaded.accuracy, trained.accuracy, 2.0 / static_cast<double>(trained.targets)) << tie;
+    EXPECT_GT(trained.perplexity, 1.0);
+  }
 }
 
 RunPlan lstm_plan() {

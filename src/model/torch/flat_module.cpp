@@ -3,6 +3,7 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "core/error.hpp"
@@ -268,7 +269,10 @@ std::vector<int64_t> FlatModule::output_shape(const Batch& batch) {
 Metrics FlatModule::evaluate(const Dataset& data) {
   torch::NoGradGuard no_grad;
   EvaluationMode eval(set_training_);
-  constexpr size_t kChunk = 1000;
+  // Up to 1000 samples at a time, fewer when their outputs would pass 16 Mi
+  // values (a language model's: positions x vocabulary each).
+  const size_t per_sample = std::max<size_t>(1, data.label_numel() * static_cast<size_t>(std::max(1, data.num_classes())));
+  const size_t chunk = std::clamp<size_t>((size_t{16} << 20) / per_sample, 1, 1000);
   double loss = 0;
   int64_t correct = 0;
   try {
@@ -276,8 +280,8 @@ Metrics FlatModule::evaluate(const Dataset& data) {
     if (stream_) on_stream.emplace(*stream_);
     const DeviceTraffic training = traffic_;  // what the steps moved: evaluating is not a step
     parameters_to_device();
-    for (size_t start = 0; start < data.size(); start += kChunk) {
-      const size_t n = std::min(kChunk, data.size() - start);
+    for (size_t start = 0; start < data.size(); start += chunk) {
+      const size_t n = std::min(chunk, data.size() - start);
       auto x = on_device(input_tensor(data.sample(start).data(), n, data.sample_shape(), data.task()));
       auto y = on_device(label_tensor(data.targets(start).data(), n, data.label_shape()));
       auto out = forward_(x);

@@ -8,6 +8,7 @@
 // LibTorch's global one, so that workers on threads keep their bits.
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <optional>
@@ -23,7 +24,6 @@ namespace ptrain {
 
 namespace {
 
-constexpr size_t kEvaluationRows = 10;  // the recipe's evaluation batch: the stream in 10 rows
 constexpr uint64_t kDropoutStream = 0xD209'0075ull;
 
 // Every layer's (h, c), each [1, rows, hidden].
@@ -199,14 +199,14 @@ class LstmModel final : public Model {
     return out;
   }
 
-  // A stream is read as the recipe evaluates it: cut into 10 rows (or fewer
-  // when it has fewer samples), each row's pieces in order with its state
-  // carried from zeros at the start.
+  // A stream is read as the recipe evaluates it: in stream_rows() rows
+  // (core/dataset.hpp), each row's pieces in order with its state carried
+  // from zeros at the start.
   Metrics evaluate_stream(const Dataset& data) {
     torch::NoGradGuard no_grad;
     flat_.load_parameters();
     net_->eval();
-    const size_t rows = std::min(kEvaluationRows, data.size()), per_row = data.size() / rows;
+    const auto [rows, per_row] = stream_rows(data.size());
     const auto t = data.sample_shape()[0];
     const auto inputs = torch::from_blob(const_cast<float*>(data.features().data()),
                                          {static_cast<int64_t>(rows), static_cast<int64_t>(per_row), t});
@@ -265,6 +265,34 @@ class LstmModel final : public Model {
 };
 
 }  // namespace
+
+// The TorchScript twin of LstmNet in evaluation: the same ATen operators
+// (torch::nn::Embedding and LSTM call torch::embedding and torch::lstm with
+// these arguments) over the parameters in its layout's order: the module's
+// own (the decoder's) first, then the encoder's and each layer's.
+ModelScript LstmOptions::script(const ModelInput&) const {
+  ModelScript s;
+  s.class_name = "Lstm";
+  s.recurrent = true;
+  if (!tie) s.parameters.push_back("decoder_weight");
+  s.parameters.insert(s.parameters.end(), {"decoder_bias", "encoder_weight"});
+  s.forward = fmt::format(
+      "def forward(self, x: Tensor) -> Tensor:\n"
+      "    x = torch.embedding(self.encoder_weight, x, -1, False, False)\n"
+      "    zero = torch.zeros([1, x.size(0), {}], dtype=x.dtype, device=x.device)\n",
+      hidden_size);
+  for (int l = 0; l < layers; ++l) {
+    std::vector<std::string> weights;
+    for (const char* w : {"weight_ih", "weight_hh", "bias_ih", "bias_hh"})
+      weights.push_back(fmt::format("lstm{}_{}_l0", l, w));
+    s.parameters.insert(s.parameters.end(), weights.begin(), weights.end());
+    s.forward += fmt::format("    x, h, c = torch.lstm(x, [zero, zero], [self.{}], True, 1, 0.0, False, False, True)\n",
+                             fmt::join(weights, ", self."));
+  }
+  s.forward += fmt::format("    return torch.linear(x, self.{}, self.decoder_bias)\n",
+                           tie ? "encoder_weight" : "decoder_weight");
+  return s;
+}
 
 std::unique_ptr<Model> LstmOptions::make(const ModelInput& input) const {
   if (input.label_shape.size() != 1 || input.sample_shape.size() != 1)

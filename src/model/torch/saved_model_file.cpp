@@ -123,6 +123,7 @@ torch::jit::Module saved_module(const torch::jit::Module& net, const SavedModelF
   top.register_attribute("std", c10::FloatType::get(),
                          static_cast<double>(f.standardization ? f.standardization->stddev : 1.0f));
   top.register_attribute("own_loss", c10::BoolType::get(), f.own_loss);
+  top.register_attribute("recurrent", c10::BoolType::get(), f.recurrent);
   top.define(kPreprocessAndForward);
   top.define(f.own_loss ? kOwnLoss : kCrossEntropyLoss);
   top.eval();  // for inference, as a user loads it
@@ -152,10 +153,12 @@ void save_model_file(const std::string& path, const ModelChoice& choice, const M
   std::string bytes;
   try {
     torch::jit::Module net;
+    bool recurrent = false;
     std::visit(
         [&](const auto& o) {
           if constexpr (requires { o.script(input); }) {
             const ModelScript script = o.script(input);
+            recurrent = script.recurrent;
             if (!script.module_file.empty()) {
               net = network_from_file(script.module_file, params);
             } else {
@@ -171,6 +174,7 @@ void save_model_file(const std::string& path, const ModelChoice& choice, const M
     SavedModelFacts facts = given;
     facts.model = name;
     facts.own_loss = net.find_method("loss").has_value();
+    facts.recurrent = recurrent;
     std::ostringstream out;
     saved_module(net, facts).save(out, {{kSavedModelMetadataFile, metadata_json}});
     bytes = out.str();
@@ -223,6 +227,7 @@ SavedModel load_saved_model(const std::string& path) {
     f.standardization = Standardization{static_cast<float>(attribute(top, "mean", what, number)),
                                         static_cast<float>(attribute(top, "std", what, number))};
   f.own_loss = attribute(top, "own_loss", what, flag);
+  f.recurrent = top.hasattr("recurrent") && attribute(top, "recurrent", what, flag);
   saved.metadata_json = extra[kSavedModelMetadataFile];
   const auto forward = top.find_method("forward");
   const auto loss = top.find_method("loss");

@@ -31,6 +31,10 @@ std::unique_ptr<Model> LstmOptions::make(const ModelInput&) const {
   throw Error("model lstm: this build of ptrain has no LibTorch (built with PTRAIN_WITH_TORCH=OFF)");
 }
 
+ModelScript LstmOptions::script(const ModelInput&) const {
+  throw Error("model lstm: this build of ptrain has no LibTorch (built with PTRAIN_WITH_TORCH=OFF)");
+}
+
 void set_compute_threads(int n) { set_openblas_threads(n); }
 
 }  // namespace ptrain
