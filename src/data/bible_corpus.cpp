@@ -218,8 +218,6 @@ TokenCorpus tokenize_bible(const std::vector<Verse>& verses, int vocabulary, boo
 
 void BibleOptions::check(const std::string& prefix, Problems& problems) const {
   if (const std::string why = program_problem(program); !why.empty()) problems.add(prefix + "program", ": " + why);
-  if (held_out != "validation" && held_out != "test")
-    problems.add(prefix + "held_out", fmt::format("'{}': expected validation or test", printable(held_out, 40)));
 }
 
 LoadedData BibleOptions::load() const {
@@ -235,8 +233,8 @@ LoadedData BibleOptions::load() const {
   const int size = static_cast<int>(corpus.vocabulary.size());
   const std::string level = characters ? "characters" : "words";
   return {Dataset::token_stream("bible-" + level + "-train", corpus.train, size),
-          Dataset::token_stream("bible-" + level + "-" + held_out,
-                                held_out == "test" ? corpus.test : corpus.validation, size)};
+          Dataset::token_stream("bible-" + level + "-" + std::string(enum_name(held_out)),
+                                held_out == HeldOutBooks::Test ? corpus.test : corpus.validation, size)};
 }
 
 }  // namespace ptrain

@@ -7,6 +7,7 @@
 // verse ends with <eos>, and words outside the vocabulary (the training
 // books' most frequent) become <unk>. At character level the tokens are the
 // verses' characters and a newline after each.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,6 +22,13 @@ namespace ptrain {
 
 inline constexpr const char* kDefaultBibleProgram = "/usr/bin/bible";
 
+// The books a run scores.
+enum class HeldOutBooks { Validation, Test };
+template <>
+struct EnumText<HeldOutBooks> {
+  static constexpr std::array<std::string_view, 2> names = {"validation", "test"};
+};
+
 struct BibleOptions {
   static constexpr std::string_view name = "bible";
   static constexpr std::string_view summary =
@@ -29,7 +37,7 @@ struct BibleOptions {
   std::string program = kDefaultBibleProgram;
   int vocabulary = 10000;
   bool characters = false;
-  std::string held_out = "validation";
+  HeldOutBooks held_out = HeldOutBooks::Validation;
   template <class Self, class Visit>
   static void fields(Self& s, Visit&& visit) {
     visit("program", s.program, "bible-kjv's `bible` program, which prints the text", Range{});

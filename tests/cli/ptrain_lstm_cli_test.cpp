@@ -140,7 +140,7 @@ TEST(PtrainLstmCli, BadInputsAreOneLineEach) {
       {"train --data-set bible --characters --bptt 1000000 --workers 2 --batch 4",
        "--bptt 1000000: the training stream's"},
       {"train --data-set bible --program " + dir.file("none"), "no such program; install Debian's bible-kjv"},
-      {"train --data-set bible --held-out train", "'train': expected validation or test"},
+      {"train --data-set bible --held-out train", "--held-out: expected one of validation, test, got 'train'"},
       {"train --data-set bible --tie --embedding-size 16 --hidden-size 32", "needs embedding_size = hidden_size (here 16 and 32)"},
       {"train --model lstm --train-samples 100", "model lstm: a language model needs token sequences"},
       {"train --model lstm --classes 8" + tokens, "token id 9 at index 2 is outside the vocabulary [0, 8)"},
