@@ -16,6 +16,11 @@
 namespace ptrain {
 
 // What a codec knows of the step it encodes for.
+// A message larger than the caches goes to memory anyway: the fp16 and int8
+// codecs write one past them, without reading each line first. A smaller one
+// stays cached for the exchange.
+inline constexpr size_t kBypassCacheBytes = size_t{8} << 20;
+
 struct StepInfo {
   size_t step = 0;   // 0-based, counted over the whole run
   double epoch = 0;  // epochs done before this step, fractional (step / steps per epoch): for warm-up

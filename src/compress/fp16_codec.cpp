@@ -17,7 +17,6 @@ namespace {
 // Halves go through a small buffer of uint16_t on their way to and from the
 // byte vector, so no byte is read through a pointer of another type.
 constexpr size_t kBlock = 2048;
-constexpr size_t kBypassCacheBytes = size_t{8} << 20;
 
 }  // namespace
 

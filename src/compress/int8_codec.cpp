@@ -17,11 +17,6 @@ namespace {
 
 constexpr float kLevels = 127.0f;
 
-// A message larger than the caches goes to memory anyway: past them, without
-// reading each line first (as the fp16 codec does). A smaller one stays
-// cached for the exchange.
-constexpr size_t kBypassCacheBytes = size_t{8} << 20;
-
 size_t chunks_for(size_t count, size_t chunk) { return (count + chunk - 1) / chunk; }
 
 // max|x| / 127, moved up where needed so that max|x| / scale <= 127.5: then

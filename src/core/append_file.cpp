@@ -14,12 +14,6 @@
 
 namespace ptrain {
 
-namespace {
-
-std::string why() { return std::strerror(errno); }
-
-}  // namespace
-
 AppendFile AppendFile::create(const std::string& path, std::string_view first, const std::string& label) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) throw Error(label + ": exists already");
@@ -33,15 +27,15 @@ AppendFile AppendFile::open_existing(const std::string& path, const std::string&
   if (fd < 0) {
     if (errno == ELOOP) throw Error(label + ": is a symbolic link; not written");
     if (errno == EISDIR) throw Error(label + ": is a directory");
-    throw Error(label + ": cannot open (" + why() + ")");
+    throw Error(label + ": cannot open (" + errno_text() + ")");
   }
   AppendFile file(fd, label);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw Error(label + ": " + why());
+  if (::fstat(fd, &st) != 0) throw Error(label + ": " + errno_text());
   if (!S_ISREG(st.st_mode)) throw Error(label + ": is not a regular file (a FIFO, socket or device); not written");
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) throw Error(label + ": another process is writing it (it is locked)");
-    throw Error(label + ": cannot lock (" + why() + ")");
+    throw Error(label + ": cannot lock (" + errno_text() + ")");
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return file;
@@ -71,7 +65,7 @@ std::string AppendFile::read_all() const {
   for (off_t offset = 0;;) {
     const ssize_t n = ::pread(fd_, buffer, sizeof buffer, offset);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(label_ + ": read failed (" + why() + ")");
+    if (n < 0) throw Error(label_ + ": read failed (" + errno_text() + ")");
     if (n == 0) return text;
     text.append(buffer, static_cast<size_t>(n));
     offset += n;
@@ -79,8 +73,8 @@ std::string AppendFile::read_all() const {
 }
 
 void AppendFile::truncate(size_t size) {
-  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) throw Error(label_ + ": cannot truncate (" + why() + ")");
-  if (::fsync(fd_) != 0) throw Error(label_ + ": cannot flush to disk (" + why() + ")");
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) throw Error(label_ + ": cannot truncate (" + errno_text() + ")");
+  if (::fsync(fd_) != 0) throw Error(label_ + ": cannot flush to disk (" + errno_text() + ")");
 }
 
 void AppendFile::append(std::string_view text) {
@@ -88,10 +82,10 @@ void AppendFile::append(std::string_view text) {
   while (done < text.size()) {
     const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(label_ + ": write failed (" + (n < 0 ? why() : std::string("no progress")) + ")");
+    if (n <= 0) throw Error(label_ + ": write failed (" + (n < 0 ? errno_text() : std::string("no progress")) + ")");
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd_) != 0) throw Error(label_ + ": cannot flush to disk (" + why() + ")");
+  if (::fsync(fd_) != 0) throw Error(label_ + ": cannot flush to disk (" + errno_text() + ")");
 }
 
 }  // namespace ptrain

@@ -15,8 +15,6 @@ namespace ptrain {
 
 namespace {
 
-std::string why() { return std::strerror(errno); }
-
 // Throws the WriteError of the call that just failed: "<label>: <what> (<errno's text>)".
 [[noreturn]] void write_failed(const std::string& label, const std::string& what) {
   const int code = errno;
@@ -56,7 +54,7 @@ void check_target(const std::string& path, const std::string& label) {
     if (S_ISDIR(st.st_mode)) throw Error(label + ": is a directory");
     if (!S_ISREG(st.st_mode)) throw Error(label + ": is not a regular file (a FIFO, socket or device); not replaced");
   } else if (errno != ENOENT) {
-    throw Error(label + ": " + why());
+    throw Error(label + ": " + errno_text());
   }
   const std::string dir = directory_of(path);
   struct stat dst {};
@@ -75,7 +73,7 @@ void check_output_path(const std::string& path, const std::string& label) {
   std::string probe;
   TemporaryFileGuard guard;
   const int fd = guard.create((std::filesystem::path(dir) / ".ptrain-probe.").string(), probe);
-  if (fd < 0) throw Error(label + ": cannot create a file in " + dir + " (" + why() + ")");
+  if (fd < 0) throw Error(label + ": cannot create a file in " + dir + " (" + errno_text() + ")");
   ::close(fd);
   ::unlink(probe.c_str());
 }
@@ -136,17 +134,17 @@ std::vector<std::byte> read_regular_file(const std::string& path, const std::str
   file.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (file.fd < 0) {
     if (errno == ELOOP) throw Error(label + ": is a symbolic link; not read");
-    throw Error(label + ": cannot open (" + why() + ")");
+    throw Error(label + ": cannot open (" + errno_text() + ")");
   }
   struct stat st {};
-  if (::fstat(file.fd, &st) != 0) throw Error(label + ": " + why());
+  if (::fstat(file.fd, &st) != 0) throw Error(label + ": " + errno_text());
   if (!S_ISREG(st.st_mode)) throw Error(label + ": is not a regular file");
   std::vector<std::byte> bytes(static_cast<size_t>(st.st_size));
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::read(file.fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(label + ": read failed (" + why() + ")");
+    if (n < 0) throw Error(label + ": read failed (" + errno_text() + ")");
     if (n == 0) break;
     done += static_cast<size_t>(n);
   }

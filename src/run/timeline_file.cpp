@@ -62,7 +62,7 @@ GatheredTimeline gather_timeline(const Timeline& timeline, Communicator* ranks) 
 
 namespace {
 
-std::string quoted(const std::string& text) { return nlohmann::json(text).dump(); }
+std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
 
 // Microseconds with the nanoseconds kept (Chrome traces take fractions).
 std::string micros(int64_t ns) { return fmt::format("{:.3f}", static_cast<double>(ns) / 1000.0); }
@@ -93,7 +93,7 @@ std::string chrome_trace_json(const GatheredTimeline& timeline) {
   const bool several = timeline.ranks.size() > 1;
   for (size_t rank = 0; rank < timeline.ranks.size(); ++rank) {
     line(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":{}}}}})", rank,
-                     quoted(several ? fmt::format("rank {}", rank) : std::string("ptrain"))));
+                     json_string(several ? fmt::format("rank {}", rank) : std::string("ptrain"))));
     line(fmt::format(R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})", rank, rank));
     std::vector<std::string> rows;
     for (const auto& track : timeline.ranks[rank]) rows.push_back(track.name);
@@ -107,20 +107,20 @@ std::string chrome_trace_json(const GatheredTimeline& timeline) {
       const int tid = tids.at(track.name);
       if (named.insert(track.name).second) {
         line(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})", rank, tid,
-                         quoted(track.name)));
+                         json_string(track.name)));
         line(fmt::format(R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
                          rank, tid, tid));
       }
       for (const auto& e : track.events) {
         const std::string args =
-            e.arg_name ? fmt::format(R"(,"args":{{{}:{}}})", quoted(e.arg_name), e.arg) : std::string();
-        line(fmt::format(R"({{"name":{},"ph":"X","ts":{},"dur":{},"pid":{},"tid":{}{}}})", quoted(e.name),
+            e.arg_name ? fmt::format(R"(,"args":{{{}:{}}})", json_string(e.arg_name), e.arg) : std::string();
+        line(fmt::format(R"({{"name":{},"ph":"X","ts":{},"dur":{},"pid":{},"tid":{}{}}})", json_string(e.name),
                          micros(e.start_ns), micros(e.duration_ns), rank, tid, args));
       }
     }
   }
   out += fmt::format("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{{\"ptrain\":{},\"truncated\":{}}}}}\n",
-                     quoted(build_info().version), truncated ? "true" : "false");
+                     json_string(build_info().version), truncated ? "true" : "false");
   return out;
 }
 
