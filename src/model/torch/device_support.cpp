@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,8 +45,9 @@ int visible_gpus() {
 std::string device_unavailable(const ComputeDevice& device) {
   if (device.cpu()) return {};
   if (!PTRAIN_TORCH_CUDA)
-    return std::string("this ptrain's LibTorch (") + TORCH_VERSION +
-           ") has no CUDA support: build against a CUDA LibTorch (docs/building.md: \"GPUs\")";
+    return fmt::format("this ptrain's LibTorch ({}) has no CUDA support: build against a CUDA LibTorch "
+                       "(docs/building.md: \"GPUs\")",
+                       TORCH_VERSION);
   const int gpus = visible_gpus();
   if (gpus == 0) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
