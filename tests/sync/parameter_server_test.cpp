@@ -401,11 +401,17 @@ TEST(PsSync, AWorkerThatNeverPushesIsNamedByTheServer) {
     train(c, data, nullptr, factory);
     FAIL() << "expected a timeout";
   } catch (const Error& e) {
+    // The shard waits for update 3's gradients from the first push on; the
+    // other workers wait for worker 1 in their lockstep check right after
+    // pushing, with the same timeout. The shard's clock starts first, but on a
+    // loaded machine either may be first to wake: each names worker 1.
     const std::string what = e.what();
-    EXPECT_NE(what.find("ps-sync: server shard"), std::string::npos) << what;
-    EXPECT_NE(what.find("timed out after 0.2 s waiting for gradients for update 3 (2 of 3 in; none yet from worker(s) 1)"),
-              std::string::npos)
-        << what;
+    const bool by_server =
+        what.find("ps-sync: server shard") != std::string::npos &&
+        what.find("timed out after 0.2 s waiting for gradients for update 3 (2 of 3 in; none yet from worker(s) 1)") !=
+            std::string::npos;
+    const bool by_workers = what.find("timed out after 0.2 s waiting for worker(s) 1") != std::string::npos;
+    EXPECT_TRUE(by_server || by_workers) << what;
   }
 }
 
