@@ -49,9 +49,10 @@ void print_summary(const RunPlan& plan, const RunResult& result) {
   const double accuracy = result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy;
   fmt::print("\nsummary\n");
   fmt::print("  model        {} ({} parameters)\n", result.model, result.parameters);
-  fmt::print("  strategy     {}, {} workers x batch {}, {} lr {}\n", StrategyRegistry::name_of(plan.strategy),
+  const std::string schedule = describe(effective_optimizer_and_codec(plan).optimizer.schedule);
+  fmt::print("  strategy     {}, {} workers x batch {}, {} lr {}{}\n", StrategyRegistry::name_of(plan.strategy),
              plan.run.workers, plan.run.batch, OptimizerRegistry::name_of(plan.optimizer),
-             optimizer_config(plan.optimizer).lr);
+             optimizer_config(plan.optimizer).lr, schedule.empty() ? "" : " " + schedule);
   fmt::print("  steps        {} in {} epoch(s), {:.2f} ms each\n", result.steps, result.epochs.size(),
              result.steps > 0 ? 1000.0 * result.train_seconds / static_cast<double>(result.steps) : 0.0);
   for (const auto& [label, text] : result.notes) fmt::print("  {:<12} {}\n", label, text);

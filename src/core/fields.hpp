@@ -31,6 +31,7 @@ struct Range {
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
   bool lo_open = false, hi_open = false;
+  bool empty_list = false;  // a list field (INT,INT,...) may have no values
 
   static Range positive() { return {0, std::numeric_limits<double>::infinity(), true, false}; }
   static Range non_negative() { return {0, std::numeric_limits<double>::infinity(), false, false}; }
@@ -38,6 +39,11 @@ struct Range {
   static Range unit_interval() { return {0, 1, false, true}; }  // [0, 1)
   static Range fraction() { return {0, 1, true, false}; }       // (0, 1]
   static Range between(double a, double b) { return {a, b, false, false}; }
+  static Range any_count() {
+    Range r;
+    r.empty_list = true;
+    return r;
+  }
 
   bool limits() const { return std::isfinite(lo) || std::isfinite(hi); }
   // NaN and the infinities are never inside.

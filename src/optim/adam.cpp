@@ -162,7 +162,7 @@ void AdamOptimizer::step_with(std::span<float> params, std::span<const float> gr
       .second_gain = static_cast<float>(1.0 - beta2),
       .sqrt_bias_correction2 = static_cast<float>(std::sqrt(bias_correction2)),
       .eps = eps_,
-      .neg_step_size = static_cast<float>(-(static_cast<double>(lr_) / bias_correction1)),
+      .neg_step_size = static_cast<float>(-(static_cast<double>(lr_ * state.lr_scale) / bias_correction1)),
       .weight_decay = weight_decay_,
       .decays = weight_decay_ != 0.0f,
   };

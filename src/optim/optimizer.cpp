@@ -56,6 +56,10 @@ void validate_optimizer_config(const OptimizerConfig& config) {
   require_positive("optimizer.eps", config.eps);
 }
 
+float lr_at(const OptimizerConfig& config, double epoch) {
+  return static_cast<float>(static_cast<double>(config.lr) * config.schedule.factor(epoch));
+}
+
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, size_t size) {
   validate_optimizer_config(config);
   switch (config.kind) {

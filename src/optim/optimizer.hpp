@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/state_stream.hpp"
+#include "optim/lr_schedule.hpp"
 
 namespace ptrain {
 
@@ -22,7 +23,11 @@ struct OptimizerConfig {
   float beta1 = 0.9f;         // Adam
   float beta2 = 0.999f;       // Adam
   float eps = 1e-8f;          // Adam
+  LrSchedule schedule{};      // how lr changes with the epoch (optim/lr_schedule.hpp)
 };
+
+// The learning rate for an update taken `epoch` epochs into the run.
+float lr_at(const OptimizerConfig& config, double epoch);
 
 std::string to_string(OptimizerKind kind);
 
@@ -34,6 +39,7 @@ std::string to_string(OptimizerKind kind);
 struct OptimizerState {
   std::array<float*, 2> slots{};
   int64_t steps_before = 0;
+  float lr_scale = 1;  // this step's rate is the optimizer's times this (a schedule's factor)
 };
 
 class Optimizer {

@@ -142,7 +142,7 @@ void SgdOptimizer::step_with(std::span<float> params, std::span<const float> gra
       .grad = grad.data(),
       .velocity = state.slots[0],
       .size = params.size(),
-      .neg_lr = -lr_,
+      .neg_lr = -(lr_ * state.lr_scale),
       .momentum = momentum_,
       .weight_decay = weight_decay_,
       .decays = weight_decay_ != 0.0f,

@@ -14,7 +14,7 @@ void check_field_ranges(const Options& options, const std::string& prefix, Probl
   Options::fields(options, [&](const char* name, const auto& value, const char*, const Range& range) {
     using T = std::decay_t<decltype(value)>;
     if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
-      if (value.empty()) problems.add(prefix + name, "needs at least one value");
+      if (value.empty() && !range.empty_list) problems.add(prefix + name, "needs at least one value");
       for (int64_t v : value)
         if (v < 1) problems.add(prefix + name, "values must be positive (got " + std::to_string(v) + ")");
     } else if (const auto number = field_number(value); number && !range.contains(*number)) {

@@ -15,6 +15,35 @@ void check_choice(const Choice& choice, const std::string& section, Problems& pr
   std::visit([&](const auto& o) { check_field_ranges(o, section + ".", problems); }, choice);
 }
 
+// The milestones of a step decay: some, increasing, within the run; and the
+// step decay's fields only with it.
+void check_lr_schedule(const RunControls& run, Problems& problems) {
+  const bool step = run.lr_decay == LrDecay::Step;
+  if (step && run.lr_milestones.empty())
+    problems.add("run.lr_milestones", ": the step decay needs the epochs after which to multiply lr by run.lr_gamma");
+  if (!step && !run.lr_milestones.empty())
+    problems.add("run.lr_milestones", fmt::format("applies only with run.lr_decay step (got {})",
+                                                  enum_name(run.lr_decay)));
+  if (!step && run.lr_gamma != RunControls{}.lr_gamma)
+    problems.add("run.lr_gamma", fmt::format("applies only with run.lr_decay step (got {})", enum_name(run.lr_decay)));
+  for (size_t i = 0; i < run.lr_milestones.size(); ++i) {
+    const int64_t m = run.lr_milestones[i];
+    if (m <= 0) {
+      problems.add("run.lr_milestones", fmt::format(": epochs must be 1 or more (got {})", m));
+      break;
+    }
+    if (i > 0 && m <= run.lr_milestones[i - 1]) {
+      problems.add("run.lr_milestones", fmt::format("must increase (got {} after {})", m, run.lr_milestones[i - 1]));
+      break;
+    }
+    if (static_cast<double>(m) >= run.epochs) {
+      problems.add("run.lr_milestones",
+                   fmt::format("{}: the run ends after {:g} epochs, so lr would never change there", m, run.epochs));
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 Problems check_plan(const RunPlan& plan) {
@@ -108,11 +137,13 @@ Problems check_plan(const RunPlan& plan) {
   }
   if (run.straggler_rank < 0 && run.straggler_factor != 1)
     problems.add("run.straggler_factor", "applies only with a straggler (run.straggler_rank)");
+  check_lr_schedule(run, problems);
   return problems;
 }
 
 Effective effective_optimizer_and_codec(const RunPlan& plan) {
   Effective e{optimizer_config(plan.optimizer), CodecConfig{plan.codec, plan.run.seed, 0}};
+  e.optimizer.schedule = LrSchedule{plan.run.lr_decay, plan.run.lr_milestones, plan.run.lr_gamma, plan.run.epochs};
   if (takes_momentum(plan.codec) && e.optimizer.kind == OptimizerKind::Momentum) {
     e.codec.momentum = e.optimizer.momentum;
     e.optimizer.kind = OptimizerKind::Sgd;

@@ -14,6 +14,7 @@
 #include "core/problems.hpp"
 #include "data/data_registry.hpp"
 #include "model/model_registry.hpp"
+#include "optim/lr_schedule.hpp"
 #include "optim/optimizer_registry.hpp"
 #include "plan/strategy_registry.hpp"
 
@@ -58,6 +59,9 @@ struct RunControls {
   size_t batch = 32;  // per worker
   double epochs = 3;  // passes over the training set; fractions allowed
   size_t max_steps = 0;  // steps per worker at most (0: no limit)
+  LrDecay lr_decay = LrDecay::Constant;  // how the optimizer's lr changes with the epoch (optim/lr_schedule.hpp)
+  std::vector<int64_t> lr_milestones;    // step: the epochs after which lr is multiplied by lr_gamma
+  double lr_gamma = 0.1;
   uint64_t seed = 42;  // data order, initial weights, codec randomness
   double time_limit = 0;  // seconds of training (0: none); strategies that stop on time
   size_t log_every = 10;  // a loss point every k steps
@@ -96,6 +100,14 @@ struct RunControls {
     visit("batch", s.batch, "mini-batch size per worker", Range::at_least(1));
     visit("epochs", s.epochs, "passes over the training set (fractions allowed)", Range{0, 1e6, true, false});
     visit("max_steps", s.max_steps, "stop after this many steps per worker (0: no limit)", Range{});
+    visit("lr_decay", s.lr_decay,
+          "how the learning rate changes as training goes on, from the optimizer's lr: constant, step (multiplied "
+          "by lr_gamma after each epoch of lr_milestones) or cosine (annealed to 0 over the run's epochs); every "
+          "worker, server shard and thread applies the rate of the epoch its update belongs to",
+          Range{});
+    visit("lr_milestones", s.lr_milestones, "lr_decay step: the epochs after which lr is multiplied by lr_gamma",
+          Range::any_count());
+    visit("lr_gamma", s.lr_gamma, "lr_decay step: what each milestone multiplies lr by", Range::fraction());
     visit("seed", s.seed, "seed for data order, initial weights and codecs", Range{});
     visit("time_limit", s.time_limit, "stop after this many seconds of training (0: no limit)",
           Range::between(0, 1e9));

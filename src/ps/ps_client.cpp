@@ -89,7 +89,7 @@ bool PsClient::claim(uint64_t version) {
 void PsClient::push(std::span<const float> grad, const StepInfo& info) {
   TimelineSpan span("push");
   for (size_t s = 0; s < ranges_.size(); ++s) {
-    const PsRequest request{PsRequestKind::Push, static_cast<uint32_t>(worker()), pulled_[s], 0};
+    const PsRequest request{PsRequestKind::Push, static_cast<uint32_t>(worker()), pulled_[s], 0, info.epoch};
     const auto slice = grad.subspan(ranges_[s].begin, ranges_[s].size());
     if (codecs_.empty()) {
       send(s, request, std::as_bytes(slice));

@@ -31,6 +31,7 @@ struct PsRequest {
   uint32_t worker = 0;
   uint64_t version = 0;
   uint64_t received = 0;
+  double epoch = 0;  // Push: epochs the worker had done, for the rate the shard applies (optim/lr_schedule.hpp)
 };
 
 // The answer to Begin and Claim.

@@ -125,6 +125,9 @@ void ShardServer::push(const PsRequest& request, std::vector<std::byte>&& messag
   if (!decoder_ && payload.size() != params_.size() * sizeof(float))
     throw Error(fmt::format("{}: worker {} pushed {} bytes to server shard {}, which expects {} floats",
                             config_.strategy, worker, payload.size(), config_.shard, params_.size()));
+  if (!(request.epoch >= 0 && request.epoch <= 1e9))
+    throw Error(fmt::format("{}: worker {} pushed a gradient to server shard {} for epoch {}", config_.strategy, worker,
+                            config_.shard, request.epoch));
   received_++;
   if (coordinator_) coordinator_->pushed(worker);
   if (!config_.aggregated) return apply_one(request, payload);
@@ -145,6 +148,8 @@ void ShardServer::apply_aggregated() {
     decode_into(ps_payload(message, sizeof(PsRequest)), sum_, worker);
   const float scale = 1.0f / static_cast<float>(collected_.size());
   for (float& g : sum_) g *= scale;
+  // One update from the same step of every worker: the same epoch in each push.
+  optimizer_->set_lr(lr_at(config_.optimizer, ps_header<PsRequest>(collected_.begin()->second, "push").epoch));
   optimizer_->step(params_, sum_);
   params_message_.clear();
   version_++;
@@ -163,10 +168,10 @@ void ShardServer::apply_one(const PsRequest& request, std::span<const std::byte>
   TimelineSpan span("apply", "staleness", static_cast<int64_t>(staleness));
   std::fill(sum_.begin(), sum_.end(), 0.0f);
   decode_into(payload, sum_, static_cast<int>(request.worker));
-  if (scale != 1.0) optimizer_->set_lr(static_cast<float>(config_.optimizer.lr * scale));
+  const float lr = lr_at(config_.optimizer, request.epoch);
+  optimizer_->set_lr(scale != 1.0 ? static_cast<float>(lr * scale) : lr);
   optimizer_->step(params_, sum_);
   params_message_.clear();
-  if (scale != 1.0) optimizer_->set_lr(config_.optimizer.lr);
   version_++;
   stats_.updates++;
   stats_.record_staleness(staleness);

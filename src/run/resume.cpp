@@ -43,8 +43,9 @@ void check_resume(const RunPlan& saved, const RunPlan& now, Problems& problems) 
       "run.checkpoint_dir", "run.checkpoint_every",   "run.checkpoint_keep",  "run.save_model",
       "run.on_diverge",     "run.rollback_lr_scale",  "run.max_rollbacks",    "run.max_restarts",
       "run.metrics",        "run.timeline",
-      // A run resumed after it diverged may go on with a smaller step.
-      "optimizer.lr"};
+      // A run resumed after it diverged may go on with a smaller step, and
+      // one resumed to train longer with another schedule.
+      "optimizer.lr",       "run.lr_decay",           "run.lr_milestones",  "run.lr_gamma"};
   const nlohmann::json a = plan_to_json(saved), b = plan_to_json(now);
   for (const auto& [section, fields] : a.items()) {
     if (!b.contains(section)) continue;

@@ -101,6 +101,7 @@ class BatchStream {
 // What the threads share besides the parameters: the round's budget and the reasons to stop.
 struct RunState {
   std::atomic<int64_t> budget{0};  // gradients left to compute in this round
+  uint64_t round_end = 0;          // the run's gradient count when the round's budget is spent (set between rounds)
   std::atomic<bool> halt{false};   // a thread diverged or failed: stop the round
   std::atomic<bool> done{false};   // no more rounds
   std::mutex mutex;                // guards the fields below
@@ -245,8 +246,11 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
       round_start.arrive_and_wait();
       if (state.done.load(std::memory_order_acquire)) break;
       try {
-        while (!state.halt.load(std::memory_order_relaxed) &&
-               state.budget.fetch_sub(1, std::memory_order_relaxed) > 0) {
+        for (int64_t left; !state.halt.load(std::memory_order_relaxed) &&
+                           (left = state.budget.fetch_sub(1, std::memory_order_relaxed)) > 0;) {
+          // This gradient's place in the run gives its epoch, and so its rate.
+          const double epoch = static_cast<double>(state.round_end - static_cast<uint64_t>(left)) / updates_per_epoch;
+          const auto lr_scale = static_cast<float>(config.optimizer.schedule.factor(epoch));
           const Batch& batch = mine.stream.next();
           uint64_t read_version;
           if (fresh) {
@@ -269,7 +273,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
           }
           TimelineSpan span("apply");
           const ApplyOutcome outcome = shared->apply(model.grads(), read_version, static_cast<int>(t), mine.backoff,
-                                                     mine.counters, model.params());
+                                                     mine.counters, model.params(), lr_scale);
           if (outcome.applied) mine.staleness.record(outcome.staleness);
           fresh = outcome.refreshed ? std::optional<uint64_t>(outcome.version) : std::nullopt;
         }
@@ -373,6 +377,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
       if (test_set) check_at = std::min(check_at, epoch_end(at.epoch));
       const uint64_t until = checkpointing ? std::min(check_at, next_checkpoint(at.started)) : check_at;
       state.budget.store(static_cast<int64_t>(until - at.started), std::memory_order_relaxed);
+      state.round_end = until;
       Stopwatch clock;
       round_start.arrive_and_wait();
       round_end.arrive_and_wait();

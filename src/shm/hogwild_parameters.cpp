@@ -29,7 +29,7 @@ uint64_t HogwildParameters::read(std::span<float> local, Backoff&, ThreadCounter
 }
 
 ApplyOutcome HogwildParameters::apply(std::span<const float> grad, uint64_t read_version, int thread, Backoff&,
-                                      ThreadCounters& counters, std::span<float> replica) {
+                                      ThreadCounters& counters, std::span<float> replica, float lr_scale) {
   const size_t n = params_.size();
   assert(grad.size() == n && (replica.empty() || replica.size() == n));
   ThreadState& own = threads_.at(static_cast<size_t>(thread));
@@ -43,7 +43,7 @@ ApplyOutcome HogwildParameters::apply(std::span<const float> grad, uint64_t read
   for (size_t at = 0; at < n; at += kChunk) {
     const size_t len = std::min(kChunk, n - at);
     for (size_t i = 0; i < len; ++i) chunk[i] = std::atomic_ref<float>(shared[at + i]).load(std::memory_order_relaxed);
-    OptimizerState state{{}, own.steps};
+    OptimizerState state{{}, own.steps, lr_scale};
     for (size_t k = 0; k < slots; ++k) state.slots[k] = own.slots.data() + k * n + at;
     rule_->step_with({chunk, len}, grad.subspan(at, len), state);
     for (size_t i = 0; i < len; ++i) std::atomic_ref<float>(shared[at + i]).store(chunk[i], std::memory_order_relaxed);

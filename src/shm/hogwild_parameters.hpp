@@ -33,7 +33,7 @@ class HogwildParameters final : public SharedParameters {
 
   uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
   ApplyOutcome apply(std::span<const float> grad, uint64_t read_version, int thread, Backoff& backoff,
-                     ThreadCounters& counters, std::span<float> replica) override;
+                     ThreadCounters& counters, std::span<float> replica, float lr_scale = 1) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override { return completed_.load(std::memory_order_acquire); }
   void save_state(StateWriter& out) const override;

@@ -62,14 +62,14 @@ uint64_t LeashedParameters::read(std::span<float> local, Backoff&, ThreadCounter
 }
 
 ApplyOutcome LeashedParameters::apply(std::span<const float> grad, uint64_t read_version, int, Backoff& backoff,
-                                      ThreadCounters& counters, std::span<float>) {
+                                      ThreadCounters& counters, std::span<float>, float lr_scale) {
   ParamVersion* next = take_vector();
   const size_t slots = rule_->state_slots();
   for (int failures = 0;; ++failures) {
     ParamVersion* current = acquire_latest();
     // The latest parameters and optimizer state, then one step on the copy.
     std::copy(current->values.begin(), current->values.end(), next->values.begin());
-    OptimizerState state{{}, static_cast<int64_t>(current->version)};
+    OptimizerState state{{}, static_cast<int64_t>(current->version), lr_scale};
     for (size_t k = 0; k < slots; ++k) state.slots[k] = next->values.data() + (1 + k) * size_;
     rule_->step_with({next->values.data(), size_}, grad, state);
     next->version = current->version + 1;

@@ -43,6 +43,7 @@ uint64_t load_guarded(StateReader& in, std::span<float> params, Optimizer& optim
 LockedParameters::LockedParameters(std::span<const float> initial, bool shared_reads,
                                    const OptimizerConfig& optimizer)
     : shared_reads_(shared_reads),
+      lr_(optimizer.lr),
       optimizer_(make_optimizer(optimizer, initial.size())),
       params_(initial.begin(), initial.end()) {}
 
@@ -61,8 +62,9 @@ uint64_t LockedParameters::read(std::span<float> local, Backoff& backoff, Thread
 }
 
 ApplyOutcome LockedParameters::apply(std::span<const float> grad, uint64_t read_version, int, Backoff& backoff,
-                                     ThreadCounters& counters, std::span<float>) {
+                                     ThreadCounters& counters, std::span<float>, float lr_scale) {
   auto update = [&] {
+    optimizer_->set_lr(lr_ * lr_scale);
     optimizer_->step(params_, grad);
     return ApplyOutcome{true, version_++ - read_version, false, 0};
   };
@@ -94,10 +96,11 @@ uint64_t SequentialParameters::read(std::span<float> local, Backoff&, ThreadCoun
 }
 
 SequentialParameters::SequentialParameters(std::span<float> replica, const OptimizerConfig& optimizer)
-    : params_(replica), optimizer_(make_optimizer(optimizer, replica.size())) {}
+    : params_(replica), lr_(optimizer.lr), optimizer_(make_optimizer(optimizer, replica.size())) {}
 
 ApplyOutcome SequentialParameters::apply(std::span<const float> grad, uint64_t, int, Backoff&,
-                                         ThreadCounters& counters, std::span<float>) {
+                                         ThreadCounters& counters, std::span<float>, float lr_scale) {
+  optimizer_->set_lr(lr_ * lr_scale);
   optimizer_->step(params_, grad);
   ++version_;
   ++counters.applied;

@@ -21,7 +21,7 @@ class LockedParameters final : public SharedParameters {
 
   uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
   ApplyOutcome apply(std::span<const float> grad, uint64_t read_version, int thread, Backoff& backoff,
-                     ThreadCounters& counters, std::span<float> replica) override;
+                     ThreadCounters& counters, std::span<float> replica, float lr_scale = 1) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override;
   void save_state(StateWriter& out) const override;
@@ -29,6 +29,7 @@ class LockedParameters final : public SharedParameters {
 
  private:
   bool shared_reads_;
+  float lr_;                              // the optimizer's, which each update scales
   std::unique_ptr<Optimizer> optimizer_;  // guarded by the lock
   std::mutex mutex_;
   std::shared_mutex rwlock_;
@@ -43,7 +44,7 @@ class SequentialParameters final : public SharedParameters {
 
   uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
   ApplyOutcome apply(std::span<const float> grad, uint64_t read_version, int thread, Backoff& backoff,
-                     ThreadCounters& counters, std::span<float> replica) override;
+                     ThreadCounters& counters, std::span<float> replica, float lr_scale = 1) override;
   void snapshot(std::span<float> out) const override;
   uint64_t updates() const override { return version_; }
   void save_state(StateWriter& out) const override;
@@ -51,6 +52,7 @@ class SequentialParameters final : public SharedParameters {
 
  private:
   std::span<float> params_;
+  float lr_;  // the optimizer's, which each update scales
   std::unique_ptr<Optimizer> optimizer_;
   uint64_t version_ = 0;
 };

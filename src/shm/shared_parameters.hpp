@@ -44,9 +44,10 @@ class SharedParameters {
   virtual uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) = 0;
   // Applies one optimizer step with `grad`, computed on version `read_version`
   // by thread `thread`. `replica` is the caller's copy, which an algorithm may
-  // refresh on the way (see ApplyOutcome).
+  // refresh on the way (see ApplyOutcome). The step's rate is the
+  // optimizer's times `lr_scale` (the schedule's factor for this gradient).
   virtual ApplyOutcome apply(std::span<const float> grad, uint64_t read_version, int thread, Backoff& backoff,
-                             ThreadCounters& counters, std::span<float> replica) = 0;
+                             ThreadCounters& counters, std::span<float> replica, float lr_scale = 1) = 0;
   // The parameters, while no thread runs.
   virtual void snapshot(std::span<float> out) const = 0;
   // Updates applied so far.

@@ -15,7 +15,11 @@ std::unique_ptr<StrategyGroup> HybridOptions::make_group(const StrategyConfig& c
 
 HybridAllreduce::HybridAllreduce(Model& model, Communicator& comm, const HybridOptions& options,
                                  const StrategyConfig& config)
-    : model_(model), comm_(comm), options_(options), optimizer_(make_optimizer(config.optimizer, model.params().size())) {
+    : model_(model),
+      comm_(comm),
+      options_(options),
+      optimizer_config_(config.optimizer),
+      optimizer_(make_optimizer(config.optimizer, model.params().size())) {
   // Overlap needs the model to say when each gradient is final; otherwise the
   // buckets go after backward.
   overlapping_ = options.overlap && model_.set_gradient_ready_hook(
@@ -44,6 +48,7 @@ void HybridAllreduce::start() {
 float HybridAllreduce::step(const Batch& batch, const StepInfo& info) {
   Stopwatch clock;
   reducer_->begin_step(info);
+  optimizer_->set_lr(lr_at(optimizer_config_, info.epoch));
   const float loss = model_.forward_backward(batch);
   phases_.compute += clock.seconds();
   clock.reset();

@@ -64,6 +64,7 @@ class HybridAllreduce : public WorkerStrategy {
   Communicator& comm_;
   HybridOptions options_;
   bool overlapping_ = false;
+  OptimizerConfig optimizer_config_;  // its lr and schedule: the rate of each step
   std::unique_ptr<Optimizer> optimizer_;
   // Where this worker's steps went (seconds, summed), for notes().
   struct Phases {

@@ -17,6 +17,7 @@ std::unique_ptr<StrategyGroup> SequentialOptions::make_group(const StrategyConfi
 
 SequentialGroup::SequentialGroup(const StrategyConfig& config, size_t num_params, int workers)
     : central_(num_params),
+      optimizer_config_(config.optimizer),
       optimizer_(make_optimizer(config.optimizer, num_params)),
       workers_(workers),
       // A turn waits for the G-1 turns before it, each a whole forward and backward pass.
@@ -73,6 +74,7 @@ float SequentialTurns::step(const Batch& batch, const StepInfo& info) {
   auto params = model_.params();
   std::copy(group_.central_.begin(), group_.central_.end(), params.begin());
   const float loss = model_.forward_backward(batch);
+  group_.optimizer_->set_lr(lr_at(group_.optimizer_config_, info.epoch));
   group_.optimizer_->step(group_.central_, model_.grads());
   lock.lock();
   if (!std::isfinite(loss) && group_.diverged_why_.empty()) {

@@ -39,6 +39,7 @@ class SequentialGroup : public StrategyGroup {
   bool aborted_ = false;
   std::string abort_reason_;
   std::vector<float> central_;
+  OptimizerConfig optimizer_config_;  // its lr and schedule: the rate of each turn
   std::unique_ptr<Optimizer> optimizer_;
   int workers_;
   std::chrono::milliseconds turn_timeout_;

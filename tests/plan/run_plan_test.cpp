@@ -161,6 +161,37 @@ TEST(RunPlan, DgcTakesOverTheMomentumOfTheMomentumOptimizerOnly) {
   EXPECT_EQ(effective_optimizer_and_codec(plan).optimizer.kind, OptimizerKind::Momentum);
 }
 
+// A learning-rate schedule: the step decay's milestones given, increasing and
+// within the run; its fields only with it.
+TEST(RunPlan, AStepDecayNeedsIncreasingMilestonesWithinTheRun) {
+  RunPlan plan;
+  plan.run.epochs = 10;
+  plan.run.lr_decay = LrDecay::Step;
+  EXPECT_EQ(check_plan(plan).joined(),
+            "run.lr_milestones: the step decay needs the epochs after which to multiply lr by run.lr_gamma");
+  plan.run.lr_milestones = {6, 8};
+  plan.run.lr_gamma = 0.25;
+  EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
+  EXPECT_EQ(effective_optimizer_and_codec(plan).optimizer.schedule, (LrSchedule{LrDecay::Step, {6, 8}, 0.25, 10}));
+  plan.run.lr_milestones = {8, 6};
+  EXPECT_EQ(check_plan(plan).joined(), "run.lr_milestones must increase (got 6 after 8)");
+  plan.run.lr_milestones = {6, 10};
+  EXPECT_EQ(check_plan(plan).joined(),
+            "run.lr_milestones 10: the run ends after 10 epochs, so lr would never change there");
+  plan.run.lr_milestones = {6};
+  plan.run.lr_gamma = 0;
+  EXPECT_NE(check_plan(plan).joined().find("run.lr_gamma"), std::string::npos);
+  plan.run.lr_gamma = 0.5;
+  plan.run.lr_decay = LrDecay::Cosine;
+  const std::string all = check_plan(plan).joined();
+  EXPECT_NE(all.find("run.lr_milestones applies only with run.lr_decay step (got cosine)"), std::string::npos) << all;
+  EXPECT_NE(all.find("run.lr_gamma applies only with run.lr_decay step (got cosine)"), std::string::npos) << all;
+  plan.run.lr_milestones.clear();
+  plan.run.lr_gamma = RunControls{}.lr_gamma;
+  EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
+  EXPECT_EQ(effective_optimizer_and_codec(plan).optimizer.schedule.epochs, 10);
+}
+
 TEST(PlanJson, AWrittenPlanReadsBackTheSame) {
   RunPlan plan;
   plan.model = MlpOptions{{256, 64}};
@@ -174,6 +205,9 @@ TEST(PlanJson, AWrittenPlanReadsBackTheSame) {
   plan.codec = int8;
   plan.optimizer = NesterovOptions{.lr = 0.07f, .momentum = 0.85f, .weight_decay = 1e-4f};
   plan.run.epochs = 0.5;
+  plan.run.lr_decay = LrDecay::Step;
+  plan.run.lr_milestones = {2, 3};
+  plan.run.lr_gamma = 0.3;
   plan.run.seed = 123456789012345ull;
   plan.data_controls.train_samples = 100;
   const nlohmann::json j = plan_to_json(plan);
@@ -185,6 +219,8 @@ TEST(PlanJson, AWrittenPlanReadsBackTheSame) {
   EXPECT_EQ(j["optimizer"]["lr"], 0.07);                           // written as its shortest text
   EXPECT_EQ(j["codec"]["rounding"], "stochastic");
   EXPECT_EQ(j["strategy"]["name"], "ssp");
+  EXPECT_EQ(j["run"]["lr_decay"], "step");
+  EXPECT_EQ(back.run.lr_milestones, (std::vector<int64_t>{2, 3}));
 }
 
 TEST(PlanJson, ProblemsNameTheFieldAndSuggestTheClosestName) {
