@@ -1,5 +1,7 @@
 #include "plan/plan_json.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "core/error.hpp"
@@ -38,7 +40,7 @@ json choice_json(const Choice& c) {
 // Reads one field from JSON; a wrong type is a problem.
 template <class T>
 void read_value(const json& j, T& v, const std::string& path, Problems& problems) {
-  auto wrong = [&](const char* expected) { problems.add(path, std::string(": expected ") + expected + ", got " + j.dump()); };
+  auto wrong = [&](const char* expected) { problems.add(path, fmt::format(": expected {}, got {}", expected, j.dump())); };
   if constexpr (std::is_same_v<T, bool>) {
     if (!j.is_boolean()) return wrong("true or false");
     v = j.get<bool>();
