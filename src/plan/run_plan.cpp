@@ -16,7 +16,8 @@ void check_choice(const Choice& choice, const std::string& section, Problems& pr
 }
 
 // The milestones of a step decay: some, increasing, within the run; and the
-// step decay's fields only with it.
+// step decay's fields only with it. (That each is 1 or more, the field's own
+// check says.)
 void check_lr_schedule(const RunControls& run, Problems& problems) {
   const bool step = run.lr_decay == LrDecay::Step;
   if (step && run.lr_milestones.empty())
@@ -28,10 +29,6 @@ void check_lr_schedule(const RunControls& run, Problems& problems) {
     problems.add("run.lr_gamma", fmt::format("applies only with run.lr_decay step (got {})", enum_name(run.lr_decay)));
   for (size_t i = 0; i < run.lr_milestones.size(); ++i) {
     const int64_t m = run.lr_milestones[i];
-    if (m <= 0) {
-      problems.add("run.lr_milestones", fmt::format(": epochs must be 1 or more (got {})", m));
-      break;
-    }
     if (i > 0 && m <= run.lr_milestones[i - 1]) {
       problems.add("run.lr_milestones", fmt::format("must increase (got {} after {})", m, run.lr_milestones[i - 1]));
       break;

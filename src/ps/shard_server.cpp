@@ -168,8 +168,7 @@ void ShardServer::apply_one(const PsRequest& request, std::span<const std::byte>
   TimelineSpan span("apply", "staleness", static_cast<int64_t>(staleness));
   std::fill(sum_.begin(), sum_.end(), 0.0f);
   decode_into(payload, sum_, static_cast<int>(request.worker));
-  const float lr = lr_at(config_.optimizer, request.epoch);
-  optimizer_->set_lr(scale != 1.0 ? static_cast<float>(lr * scale) : lr);
+  optimizer_->set_lr(static_cast<float>(lr_at(config_.optimizer, request.epoch) * scale));  // x1 is exact
   optimizer_->step(params_, sum_);
   params_message_.clear();
   version_++;
