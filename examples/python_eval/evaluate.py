@@ -5,6 +5,11 @@
     /usr/bin/python3 examples/python_eval/evaluate.py model.pt --data DIR
     /usr/bin/python3 examples/python_eval/evaluate.py model.pt --features x.npy --labels y.npy
 
+For a token stream (ptrain's --data-set bible), `ptrain eval --model model.pt
+--data-set bible --write-samples DIR` writes the rows it scored to
+DIR/features.npy and DIR/labels.npy; given those, this script reports the
+same perplexity.
+
 The test set is read as it is stored: Fashion-MNIST's IDX files (Debian's
 dataset-fashion-mnist package, gzipped or not) as uint8 pixels, or NumPy
 arrays as np.save wrote them. The samples go to the model unchanged: its
@@ -59,7 +64,13 @@ def evaluate(path, features, labels, chunk=1000):
     model = torch.jit.load(path)
     model.eval()
     # One sample's shape as the model was trained on it, e.g. [1, 28, 28] for images stored as 28 x 28.
-    shape = list(model.input_shape)
+    # A recurrent model takes sequences of any length: a stream's rows (ptrain eval --write-samples)
+    # whole, each from a zero state as ptrain scored it, as many at once as keep their outputs
+    # (length x vocabulary floats each) near 1 GiB.
+    recurrent = hasattr(model, "recurrent") and bool(model.recurrent)
+    shape = [features.shape[-1]] if recurrent else list(model.input_shape)
+    if recurrent:
+        chunk = max(1, (1 << 28) // (features.shape[-1] * int(model.classes)))
     x_all = torch.from_numpy(np.ascontiguousarray(features)).reshape([-1] + shape)
     y_all = torch.from_numpy(np.ascontiguousarray(labels).astype(np.int64))
     loss_sum, correct, targets, near_ties = 0.0, 0, 0, 0

@@ -6,6 +6,7 @@
 #include "cli/path_option.hpp"
 #include "cli/train_command.hpp"
 #include "core/error.hpp"
+#include "data/npy_file.hpp"
 #include "run/evaluate_saved.hpp"
 #include "train/run_report.hpp"
 
@@ -67,6 +68,13 @@ CLI::App* add_eval_command(CLI::App& app, EvalCommand& c) {
       ->group("Output")
       ->type_name("FILE")
       ->check(non_empty_path());
+  cmd->add_option("--write-samples", c.samples_dir,
+                  "Write the samples it scored, as the model took them (a token stream as the rows it read), to "
+                  "features.npy and labels.npy in this existing directory, for Python to score the same way "
+                  "(examples/python_eval/evaluate.py --features --labels)")
+      ->group("Output")
+      ->type_name("DIR")
+      ->check(non_empty_path());
   cmd->add_flag("--quiet,-q", c.quiet, "Print only the result line (and errors)")->group("Output");
   return cmd;
 }
@@ -77,6 +85,11 @@ int run_eval_command(EvalCommand& c, const std::vector<std::string>& command_lin
   plan = c.data_flags->apply(plan, problems);
   problems.throw_if_any();
   if (!c.report_path.empty()) check_writable(c.report_path);
+  const std::string features_path = c.samples_dir + "/features.npy", labels_path = c.samples_dir + "/labels.npy";
+  if (!c.samples_dir.empty()) {
+    check_writable(features_path, "--write-samples");
+    check_writable(labels_path, "--write-samples");
+  }
   const std::string started_at = utc_now();
   try {
     const Evaluation e = evaluate_saved_model(c.model_path, plan.data);
@@ -85,6 +98,10 @@ int run_eval_command(EvalCommand& c, const std::vector<std::string>& command_lin
       fmt::print("ptrain: data {}: {} test samples\n", DataRegistry::name_of(plan.data), e.test.samples);
     }
     fmt::print("test {}\n", metrics_line(e.test, e.correct, e.facts.task()));
+    if (!c.samples_dir.empty()) {
+      write_npy_dataset(e.samples, features_path, labels_path, "--write-samples " + c.samples_dir);
+      if (!c.quiet) fmt::print("ptrain: samples {} and {}\n", features_path, labels_path);
+    }
     if (!c.report_path.empty()) {
       write_json_file(c.report_path, make_evaluation_report(e, plan.data, {command_line, started_at}));
       if (!c.quiet) fmt::print("ptrain: report {}\n", c.report_path);

@@ -13,6 +13,7 @@ namespace ptrain {
 struct EvalCommand {
   std::string model_path;
   std::string report_path;
+  std::string samples_dir;  // --write-samples: the scored samples as .npy files there
   bool quiet = false;
   std::unique_ptr<PlanFlags> data_flags;  // --data-set and the test set's files
 };

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/printable.hpp"
@@ -549,6 +550,79 @@ Dataset load_npy_dataset(const std::string& features_path, const std::string& la
   }
   return Dataset(name, std::move(sample_shape), std::move(values), std::move(label_values), classes,
                  std::move(label_shape));
+}
+
+std::vector<std::byte> npy_file_bytes(const NpyArray& array) {
+  if (array.data.size() != array.count() * npy_type_size(array.type))
+    throw Error("a .npy array of shape " + shape_text(array.shape) + " " + npy_type_name(array.type) + " needs " +
+                std::to_string(array.count() * npy_type_size(array.type)) + " bytes of data, not " +
+                std::to_string(array.data.size()));
+  std::string header = "{'descr': '" + npy_type_name(array.type) + "', 'fortran_order': False, 'shape': " +
+                       shape_text(array.shape) + ", }";
+  // Padded with spaces and ended by a newline so that the data starts at a multiple of 64.
+  const auto padded = [&](size_t preamble) {
+    std::string h = header;
+    h.append((64 - (preamble + h.size() + 1) % 64) % 64, ' ');
+    return h + '\n';
+  };
+  std::string text = padded(10);
+  const int major = text.size() <= std::numeric_limits<uint16_t>::max() ? 1 : 2;
+  if (major == 2) text = padded(12);
+  std::vector<std::byte> bytes;
+  bytes.reserve(12 + text.size() + array.data.size());
+  for (uint8_t b : kMagic) bytes.push_back(std::byte{b});
+  bytes.push_back(std::byte{static_cast<uint8_t>(major)});
+  bytes.push_back(std::byte{0});
+  for (int i = 0; i < (major == 1 ? 2 : 4); ++i) bytes.push_back(std::byte{static_cast<uint8_t>(text.size() >> (8 * i))});
+  for (char c : text) bytes.push_back(static_cast<std::byte>(c));
+  bytes.insert(bytes.end(), array.data.begin(), array.data.end());
+  return bytes;
+}
+
+void write_npy(const std::string& path, const NpyArray& array, const std::string& label) {
+  write_file_atomically(path, npy_file_bytes(array), label);
+}
+
+namespace {
+
+template <typename T>
+NpyArray little_endian_array(NpyType type, std::vector<uint64_t> shape, std::span<const T> values) {
+  NpyArray array;
+  array.type = type;
+  array.shape = std::move(shape);
+  array.data.resize(values.size() * sizeof(T));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto bits = std::bit_cast<std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>(values[i]);
+    for (size_t b = 0; b < sizeof(T); ++b) array.data[i * sizeof(T) + b] = std::byte{static_cast<uint8_t>(bits >> (8 * b))};
+  }
+  return array;
+}
+
+}  // namespace
+
+NpyArray npy_array(std::vector<uint64_t> shape, std::span<const int64_t> values) {
+  return little_endian_array(NpyType::Int64, std::move(shape), values);
+}
+
+NpyArray npy_array(std::vector<uint64_t> shape, std::span<const float> values) {
+  return little_endian_array(NpyType::Float32, std::move(shape), values);
+}
+
+void write_npy_dataset(const Dataset& data, const std::string& features_path, const std::string& labels_path,
+                       const std::string& label) {
+  const auto with_samples = [&](const std::vector<int64_t>& per_sample) {
+    std::vector<uint64_t> shape = {data.size()};
+    for (int64_t d : per_sample) shape.push_back(static_cast<uint64_t>(d));
+    return shape;
+  };
+  if (data.task() == Task::LanguageModel) {
+    // Token ids are stored exactly as floats (below 2^24).
+    std::vector<int64_t> tokens(data.features().begin(), data.features().end());
+    write_npy(features_path, npy_array(with_samples(data.sample_shape()), std::span<const int64_t>(tokens)), label);
+  } else {
+    write_npy(features_path, npy_array(with_samples(data.sample_shape()), data.features()), label);
+  }
+  write_npy(labels_path, npy_array(with_samples(data.label_shape()), data.labels()), label);
 }
 
 }  // namespace ptrain

@@ -6,6 +6,7 @@
 // a crash, a hang or a silent short read.
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,17 @@ struct NpyArray {
 
 NpyArray read_npy(const std::string& path);
 
+// The bytes of a .npy file holding `array`, as np.save writes it: format 1.0
+// (2.0 for a header past 64 KiB), C order, the data at a multiple of 64
+// bytes. Throws ptrain::Error when the data is not count() elements.
+std::vector<std::byte> npy_file_bytes(const NpyArray& array);
+// Writes `array` to `path` as a .npy file, complete or absent
+// (core/atomic_file.hpp); errors start with `label`.
+void write_npy(const std::string& path, const NpyArray& array, const std::string& label);
+// Little-endian arrays of int64 and float32 values, for write_npy.
+NpyArray npy_array(std::vector<uint64_t> shape, std::span<const int64_t> values);
+NpyArray npy_array(std::vector<uint64_t> shape, std::span<const float> values);
+
 // Every element as a float: bool as 0 or 1, the others rounded to the
 // nearest float (float64 beyond float's range becomes infinite).
 std::vector<float> npy_to_float(const NpyArray& array);
@@ -50,5 +62,12 @@ std::vector<int64_t> npy_to_int64(const NpyArray& array, const std::string& what
 // and value where one is at fault.
 Dataset load_npy_dataset(const std::string& features_path, const std::string& labels_path,
                          const std::string& name, int num_classes);
+
+// The inverse: a data set's samples written as two .npy files that
+// load_npy_dataset (and np.load) reads back as the same samples. Features
+// (N, sample shape...) as float32, or as int64 token ids for language
+// modelling; labels (N,) or (N, T) as int64.
+void write_npy_dataset(const Dataset& data, const std::string& features_path, const std::string& labels_path,
+                       const std::string& label);
 
 }  // namespace ptrain

@@ -65,6 +65,7 @@ Evaluation evaluate_saved_model(const std::string& path, const DataChoice& data,
   const Stopwatch clock;
   e.test = saved.model->evaluate(test);
   e.seconds = clock.seconds();
+  e.samples = std::move(test);
   e.correct = static_cast<size_t>(std::llround(e.test.accuracy * static_cast<double>(e.test.targets)));
   return e;
 }

@@ -20,6 +20,9 @@ struct Evaluation {
   size_t parameters = 0;
   Metrics test;
   size_t correct = 0;  // targets predicted right
+  // The samples scored, as the model took them (a token stream as its rows):
+  // what Python is given to score the same (ptrain eval --write-samples).
+  Dataset samples;
   double seconds = 0;  // loading the model and the data excluded
 };
 

@@ -82,7 +82,8 @@ TEST(PtrainLstmCli, ASavedModelScoresWhatTheRunMeasuredInPtrainEvalAndPython) {
                                      "--train-samples 2000 --workers 2 -q --max-steps 30 --save " + dir.file("m.pt") +
                                      " --report " + dir.file("run.json"));
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
-  const Outcome scored = run_ptrain("eval --model " + dir.file("m.pt") + data + " --report " + dir.file("eval.json"));
+  const Outcome scored = run_ptrain("eval --model " + dir.file("m.pt") + data + " --report " + dir.file("eval.json") +
+                                    " --write-samples " + dir.path().string());
   ASSERT_EQ(scored.exit_code, 0) << scored.err;
   const auto run = report(dir.file("run.json")), eval = report(dir.file("eval.json"));
   const double measured = run["summary"]["final_test_perplexity"], again = eval["test"]["perplexity"];
@@ -91,6 +92,18 @@ TEST(PtrainLstmCli, ASavedModelScoresWhatTheRunMeasuredInPtrainEvalAndPython) {
   EXPECT_NE(scored.out.find("the run that saved it measured perplexity"), std::string::npos) << scored.out;
 
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) return;
+  const std::string script = std::string(PTRAIN_SOURCE_DIR) + "/examples/python_eval/evaluate.py";
+  // The bible's rows as eval read them, scored by PyTorch alone: the run's perplexity.
+  const std::string scored_out = dir.file("bible.out");
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + script + " --json " + dir.file("m.pt") + " --features " +
+                         dir.file("features.npy") + " --labels " + dir.file("labels.npy") + " >" + scored_out)
+                            .c_str()),
+            0);
+  const auto from_python = nlohmann::json::parse(std::ifstream(scored_out));
+  EXPECT_EQ(from_python["samples"], 10);
+  EXPECT_NEAR(std::exp(from_python["loss"].get<double>()), measured, 1e-5 * measured);
+  EXPECT_EQ(from_python["targets"], eval["test"]["targets"]);
+
   std::ofstream(dir.file("make.py")) << "import numpy as np\n"
                                         "rng = np.random.default_rng(3)\n"
                                         "for name, n in (('train', 400), ('test', 60)):\n"
@@ -105,7 +118,6 @@ TEST(PtrainLstmCli, ASavedModelScoresWhatTheRunMeasuredInPtrainEvalAndPython) {
   const Outcome own = run_ptrain("train --model lstm --embedding-size 8 --hidden-size 12 --bptt 12 --epochs 2 -q" +
                                  npy + " --save " + dir.file("own.pt") + " --report " + dir.file("own.json"));
   ASSERT_EQ(own.exit_code, 0) << own.err;
-  const std::string script = std::string(PTRAIN_SOURCE_DIR) + "/examples/python_eval/evaluate.py";
   const std::string out = dir.file("python.out");
   ASSERT_EQ(std::system(("/usr/bin/python3 " + script + " --json " + dir.file("own.pt") + " --features " +
                          dir.file("test_x.npy") + " --labels " + dir.file("test_y.npy") + " >" + out)

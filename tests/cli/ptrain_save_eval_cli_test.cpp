@@ -200,6 +200,10 @@ TEST(PtrainSaveEval, BadModelsAndDataAreOneLineErrors) {
       {"eval --model " + saved + " --data " + dir.file("nowhere"), "--data: " + dir.file("nowhere")},
       {"eval --model " + saved + " --data-set npy", "--test-features needs the path of a .npy file"},
       {"eval --model " + saved + " --train-features x.npy", "--train-features"},
+      {"eval --model " + saved + " --write-samples " + dir.file("nowhere"),
+       "--write-samples " + dir.file("nowhere/features.npy") + ": directory " + dir.file("nowhere") +
+           " does not exist"},
+      {"eval --model " + saved + " --write-samples " + dir.file("notes.txt"), "--write-samples"},
   };
   if (python_has_torch()) {
     // A TorchScript module, but not one ptrain saved; and test data of another shape.

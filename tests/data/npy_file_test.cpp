@@ -648,6 +648,74 @@ TEST(NpyNumpyInterop, LoadsWhatNumpySaves) {
   EXPECT_EQ(npy_to_int64(read_npy(dir.file("b.npy")), "b.npy"), (std::vector<int64_t>{1, 0, 1}));
 }
 
+// What write_npy writes reads back the same, its data at a multiple of 64 bytes as NumPy aligns it.
+TEST(NpyWrite, ArraysReadBackTheSame) {
+  ScratchDir dir;
+  const std::vector<int64_t> ids = {-3, 0, 7, int64_t{1} << 40, 5, 6};
+  const std::vector<float> values = {1.5f, -0.f, 3e-38f, std::numeric_limits<float>::max()};
+  struct Case {
+    NpyArray array;
+    std::vector<uint64_t> shape;
+  };
+  const std::vector<Case> cases = {
+      {npy_array({2, 3}, std::span<const int64_t>(ids)), {2, 3}},
+      {npy_array({6}, std::span<const int64_t>(ids)), {6}},
+      {npy_array({2, 1, 2}, std::span<const float>(values)), {2, 1, 2}},
+      {npy_array({}, std::span<const float>(values).first(1)), {}},
+  };
+  for (const Case& c : cases) {
+    const std::string path = dir.file("a.npy");
+    const std::vector<std::byte> bytes = npy_file_bytes(c.array);
+    const size_t header = std::to_integer<size_t>(bytes[8]) | std::to_integer<size_t>(bytes[9]) << 8;
+    EXPECT_EQ((10 + header) % 64, 0u);
+    write_npy(path, c.array, "test");
+    const NpyArray back = read_npy(path);
+    EXPECT_EQ(back.shape, c.shape);
+    EXPECT_EQ(back.type, c.array.type);
+    EXPECT_EQ(back.data, c.array.data);
+  }
+  NpyArray short_data = npy_array({3}, std::span<const float>(values).first(2));
+  expect_error_from([&] { (void)npy_file_bytes(short_data); }, "a .npy array of shape (3,) <f4", {"needs 12 bytes", "not 8"});
+}
+
+// write_npy_dataset is load_npy_dataset's inverse: images as float32, token ids as int64.
+TEST(NpyWrite, DataSetsReadBackAsTheSameSamples) {
+  ScratchDir dir;
+  const Dataset images("images", {1, 2, 2}, {0.f, 0.25f, 0.5f, 1.f, 0.125f, 0.75f, 1.f, 0.f}, {2, 0}, 3);
+  const Dataset tokens = Dataset::token_stream("tokens", {4, 1, 3, 3, 0, 2, 4}, 5).chunked(3);
+  for (const Dataset* data : {&images, &tokens}) {
+    write_npy_dataset(*data, dir.file("x.npy"), dir.file("y.npy"), "test");
+    const Dataset back = load_npy_dataset(dir.file("x.npy"), dir.file("y.npy"), data->name(), data->num_classes());
+    EXPECT_EQ(back.task(), data->task()) << data->name();
+    EXPECT_EQ(back.sample_shape(), data->sample_shape()) << data->name();
+    EXPECT_EQ(back.label_shape(), data->label_shape()) << data->name();
+    EXPECT_EQ(std::vector<float>(back.features().begin(), back.features().end()),
+              std::vector<float>(data->features().begin(), data->features().end()))
+        << data->name();
+    EXPECT_EQ(std::vector<int64_t>(back.labels().begin(), back.labels().end()),
+              std::vector<int64_t>(data->labels().begin(), data->labels().end()))
+        << data->name();
+  }
+  EXPECT_EQ(read_npy(dir.file("x.npy")).type, NpyType::Int64);  // the tokens, last
+  EXPECT_EQ(read_npy(dir.file("x.npy")).shape, (std::vector<uint64_t>{2, 3}));
+}
+
+TEST(NpyNumpyInterop, NumpyLoadsWhatPtrainWrites) {
+  if (!python_has_numpy()) GTEST_SKIP() << "/usr/bin/python3 cannot import numpy";
+  ScratchDir dir;
+  const std::vector<int64_t> ids = {1, -2, 3, 4, 5, 6};
+  const std::vector<float> values = {0.5f, -1.f, 2.25f};
+  write_npy(dir.file("i.npy"), npy_array({3, 2}, std::span<const int64_t>(ids)), "test");
+  write_npy(dir.file("f.npy"), npy_array({3}, std::span<const float>(values)), "test");
+  run_python(dir,
+             "import sys, numpy as np\n"
+             "d = sys.argv[1]\n"
+             "i, f = np.load(d + '/i.npy'), np.load(d + '/f.npy')\n"
+             "assert i.dtype == np.int64 and i.shape == (3, 2), (i.dtype, i.shape)\n"
+             "assert i.tolist() == [[1, -2], [3, 4], [5, 6]], i\n"
+             "assert f.dtype == np.float32 and f.tolist() == [0.5, -1.0, 2.25], f\n");
+}
+
 TEST(NpyNumpyInterop, RefusesWhatItCannotReadFromNumpy) {
   if (!python_has_numpy()) GTEST_SKIP() << "/usr/bin/python3 cannot import numpy";
   ScratchDir dir;
