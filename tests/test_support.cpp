@@ -43,4 +43,18 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
 }
 
+std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data, uint8_t type) {
+  std::vector<uint8_t> bytes = {0, 0, type, static_cast<uint8_t>(dims.size())};
+  for (uint32_t d : dims)
+    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<uint8_t>(d >> shift));
+  bytes.insert(bytes.end(), data.begin(), data.end());
+  return bytes;
+}
+
+FlatLayout layout_of(const std::vector<int64_t>& sizes) {
+  FlatLayout layout;
+  for (size_t i = 0; i < sizes.size(); ++i) layout.add("t" + std::to_string(i), {sizes[i]});
+  return layout;
+}
+
 }  // namespace ptrain::test

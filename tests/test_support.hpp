@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <iterator>
 
 #include "core/error.hpp"
+#include "core/flat_layout.hpp"
 #include "plan/strategy_registry.hpp"
 
 namespace ptrain::test {
@@ -32,6 +34,16 @@ class ScratchDir {
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 void write_gzip(const std::string& path, const std::vector<uint8_t>& bytes);
 std::vector<uint8_t> read_bytes(const std::string& path);
+// An IDX file's bytes (Fashion-MNIST's format): magic with `type` (0x08:
+// unsigned bytes), big-endian dims, then the data.
+std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data,
+                               uint8_t type = 0x08);
+// A layout of one-dimensional tensors t0, t1, ... of these sizes.
+FlatLayout layout_of(const std::vector<int64_t>& sizes);
+// How many entries a directory holds (what a failed write must not leave behind).
+inline size_t entries_in(const std::filesystem::path& dir) {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));
+}
 
 // The message of the ptrain::Error that `action` throws; fails the test if it
 // throws nothing or something else.

@@ -38,6 +38,10 @@ inline constexpr uint16_t kHalfMax = 0x7bff;       // 65504
 inline constexpr uint16_t kHalfInfinity = 0x7c00;  // +inf
 inline constexpr float kHalfMaxValue = 65504.0f;
 
+// A half's class from its bits: exponent all ones is infinite or NaN, a NaN with a nonzero fraction.
+constexpr bool half_is_nan(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0; }
+constexpr bool half_is_finite(uint16_t h) { return (h & 0x7c00) != 0x7c00; }
+
 // Float -> half, round to nearest even; beyond the half range becomes +-inf.
 constexpr uint16_t float_to_half(float value) {
   const uint32_t x = std::bit_cast<uint32_t>(value);

@@ -296,7 +296,7 @@ std::string report_field(const std::string& path, const char* section, const cha
   return nlohmann::json::parse(in)[section][field].dump();
 }
 
-const char* kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe";
+using test::kMpirun;
 
 // The summation order is the algorithm's, not the backend's: 4 threads and 4
 // MPI processes end with the same bits after 50 steps.
@@ -457,10 +457,7 @@ TEST(PtrainCli, MpirunRunsParameterServerShardsAsRanks) {
 namespace ptrain {
 namespace {
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
+using test::read_json;
 
 // a report holds the whole plan, and `--config REPORT` runs it again,
 // bit for bit in a synchronous mode; flags given beside --config override it.

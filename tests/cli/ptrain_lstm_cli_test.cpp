@@ -20,7 +20,7 @@ using test::Outcome;
 using test::run_ptrain;
 using test::run_ptrain_with_env;
 
-const char* kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe";
+using test::kMpirun;
 const std::string kSmall =
     " --data-set bible --characters --embedding-size 16 --hidden-size 16 --layers 1 --bptt 20 --batch 4 --dropout 0.2 "
     "--train-samples 2000 --test-samples 500 -q ";

@@ -22,12 +22,10 @@ using test::Outcome;
 using test::run_ptrain;
 using test::run_ptrain_with_env;
 
-const char* kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -q --oversubscribe";
+// mpirun -q: without its banner.
+const char* kQuietMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -q --oversubscribe";
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
+using test::read_json;
 
 struct Span {
   std::string name;
@@ -178,7 +176,7 @@ TEST(PtrainRecording, TimelineUnderMpirunHasEveryRankOnOneClock) {
   if (std::system("command -v mpirun >/dev/null") != 0) GTEST_SKIP() << "no mpirun";
   if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
   test::ScratchDir dir;
-  const Outcome o = run_ptrain_with_env(std::string(kMpirun) + " -np 3",
+  const Outcome o = run_ptrain_with_env(std::string(kQuietMpirun) + " -np 3",
                                         "train -q --train-samples 1920 --epochs 1 --no-overlap --timeline " +
                                             dir.file("t.json"));
   ASSERT_EQ(o.exit_code, 0) << o.err;

@@ -23,11 +23,11 @@ namespace {
 using test::Outcome;
 using test::run_ptrain;
 
-const char* kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe";
+using test::kMpirun;
 
-bool python_has_torch() { return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0; }
+using test::python_has_torch;
 
-nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(std::ifstream(path)); }
+using test::read_json;
 
 // A model written in PyTorch with its own loss (twice the cross-entropy, so
 // that the numbers tell which loss scored it), scripted and saved.

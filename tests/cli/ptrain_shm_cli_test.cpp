@@ -27,10 +27,7 @@ using test::lines;
 using test::Outcome;
 using test::run_ptrain;
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
+using test::read_json;
 
 std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);

@@ -27,7 +27,7 @@ mlp = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128,
 torch.jit.script(mlp).save(sys.argv[1])
 )";
 
-bool python_has_torch() { return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0; }
+using test::python_has_torch;
 
 TEST(PtrainTorchScriptCli, TrainsAModelScriptedInPython) {
   if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";

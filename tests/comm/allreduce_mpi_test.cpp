@@ -9,11 +9,9 @@
 #include "comm/local_group.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/rng.hpp"
+#include "comm/allreduce_printing.hpp"
 
 namespace ptrain {
-
-// Short test names in CTest.
-inline void PrintTo(AllreduceAlgorithm a, std::ostream* out) { *out << to_string(a); }
 
 namespace {
 

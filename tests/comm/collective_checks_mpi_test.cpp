@@ -13,11 +13,9 @@
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "mpi_test_support.hpp"
+#include "comm/allreduce_printing.hpp"
 
 namespace ptrain {
-
-// Short test names in CTest.
-inline void PrintTo(AllreduceAlgorithm a, std::ostream* out) { *out << to_string(a); }
 
 namespace {
 

@@ -12,7 +12,7 @@
 namespace ptrain {
 namespace {
 
-GlooInterface choose(const std::map<std::string, std::string>& env) {
+GlooInterface choose_interface(const std::map<std::string, std::string>& env) {
   return choose_gloo_interface(
       [&](const char* name) -> const char* {
         const auto it = env.find(name);
@@ -22,7 +22,7 @@ GlooInterface choose(const std::map<std::string, std::string>& env) {
 }
 
 TEST(GlooInterface, GlooSocketIfnameWins) {
-  const GlooInterface g = choose({{"GLOO_SOCKET_IFNAME", "eth1"},
+  const GlooInterface g = choose_interface({{"GLOO_SOCKET_IFNAME", "eth1"},
                                   {"OMPI_MCA_btl_tcp_if_include", "eth0"},
                                   {"OMPI_COMM_WORLD_SIZE", "2"},
                                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
@@ -32,25 +32,25 @@ TEST(GlooInterface, GlooSocketIfnameWins) {
 }
 
 TEST(GlooInterface, OpenMpisInterfaceIsSharedWhenGlooHasNone) {
-  const GlooInterface g = choose({{"OMPI_MCA_btl_tcp_if_include", "ib0,eth0"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+  const GlooInterface g = choose_interface({{"OMPI_MCA_btl_tcp_if_include", "ib0,eth0"}, {"OMPI_COMM_WORLD_SIZE", "4"},
                                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}});
   EXPECT_EQ(g.iface, "ib0");
   EXPECT_EQ(g.description, "interface ib0 (OpenMPI's btl_tcp_if_include)");
   // A network, not a name: Gloo cannot bind it, so the next rule decides.
-  const GlooInterface n = choose({{"OMPI_MCA_btl_tcp_if_include", "10.0.0.0/24"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+  const GlooInterface n = choose_interface({{"OMPI_MCA_btl_tcp_if_include", "10.0.0.0/24"}, {"OMPI_COMM_WORLD_SIZE", "2"},
                                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
   EXPECT_EQ(n.iface, "lo");
 }
 
 TEST(GlooInterface, RanksOnOneHostUseLoopback) {
-  const GlooInterface g = choose({{"OMPI_COMM_WORLD_SIZE", "3"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}});
+  const GlooInterface g = choose_interface({{"OMPI_COMM_WORLD_SIZE", "3"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}});
   EXPECT_EQ(g.iface, "lo");
   EXPECT_EQ(g.description, "loopback (every rank on this host)");
   EXPECT_EQ(g.warning, "");
 }
 
 TEST(GlooInterface, SeveralHostsAndNoNameFallBackToTheHostNameWithAWarning) {
-  const GlooInterface g = choose({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  const GlooInterface g = choose_interface({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
   EXPECT_EQ(g.iface, "");
   EXPECT_EQ(g.hostname, "node7");
   EXPECT_NE(g.warning.find("set GLOO_SOCKET_IFNAME=eth0"), std::string::npos) << g.warning;
@@ -58,13 +58,13 @@ TEST(GlooInterface, SeveralHostsAndNoNameFallBackToTheHostNameWithAWarning) {
 
 TEST(GlooInterface, AnEmptyOrListedGlooSocketIfnameIsRefused) {
   try {
-    choose({{"GLOO_SOCKET_IFNAME", ""}});
+    choose_interface({{"GLOO_SOCKET_IFNAME", ""}});
     FAIL() << "accepted an empty GLOO_SOCKET_IFNAME";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "GLOO_SOCKET_IFNAME is set but empty (name one network interface, e.g. eth0)");
   }
   try {
-    choose({{"GLOO_SOCKET_IFNAME", "eth0,eth1"}});
+    choose_interface({{"GLOO_SOCKET_IFNAME", "eth0,eth1"}});
     FAIL() << "accepted two interfaces";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "GLOO_SOCKET_IFNAME 'eth0,eth1': ptrain's gloo transport uses one interface (name one)");

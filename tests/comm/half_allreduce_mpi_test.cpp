@@ -14,11 +14,9 @@
 #include "comm/mpi_communicator.hpp"
 #include "core/half.hpp"
 #include "core/rng.hpp"
+#include "comm/allreduce_printing.hpp"
 
 namespace ptrain {
-
-// Short test names in CTest.
-inline void PrintTo(AllreduceAlgorithm a, std::ostream* out) { *out << to_string(a); }
 
 namespace {
 

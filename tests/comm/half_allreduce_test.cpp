@@ -10,11 +10,9 @@
 #include "comm/local_group.hpp"
 #include "core/half.hpp"
 #include "local_workers.hpp"
+#include "comm/allreduce_printing.hpp"
 
 namespace ptrain {
-
-// Short test names in CTest.
-inline void PrintTo(AllreduceAlgorithm a, std::ostream* out) { *out << to_string(a); }
 
 namespace {
 

@@ -10,7 +10,7 @@
 namespace ptrain {
 namespace {
 
-MpiTransport choose(const std::map<std::string, std::string>& env) {
+MpiTransport choose_transport(const std::map<std::string, std::string>& env) {
   return choose_mpi_transport([&](const char* name) -> const char* {
     const auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
@@ -20,7 +20,7 @@ MpiTransport choose(const std::map<std::string, std::string>& env) {
 using Settings = std::vector<std::pair<std::string, std::string>>;
 
 TEST(MpiTransport, RanksOnOneHostUseSharedMemoryOnly) {
-  const MpiTransport t = choose({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+  const MpiTransport t = choose_transport({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
   EXPECT_EQ(t.set, (Settings{{"OMPI_MCA_btl", "self,vader"}, {"OMPI_MCA_pml", "ob1"}}));
   EXPECT_EQ(t.description, "one host: shared memory only (ptrain set btl=self,vader and pml=ob1; no rank listens)");
   EXPECT_EQ(t.warning, "");
@@ -29,7 +29,7 @@ TEST(MpiTransport, RanksOnOneHostUseSharedMemoryOnly) {
 TEST(MpiTransport, TheUsersSettingsWin) {
   for (const char* name : {"OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_btl_tcp_if_exclude"}) {
     const MpiTransport t =
-        choose({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {name, "lo"}});
+        choose_transport({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {name, "lo"}});
     EXPECT_TRUE(t.set.empty()) << name;
     EXPECT_EQ(t.description, "one host: the MPI transport you set (" + std::string(name).substr(9) + "=lo)");
     // An interface named without btl leaves the TCP transport listening on every address: said.
@@ -38,7 +38,7 @@ TEST(MpiTransport, TheUsersSettingsWin) {
               interface_only)
         << name << ": " << t.warning;
   }
-  const MpiTransport both = choose({{"OMPI_COMM_WORLD_SIZE", "2"},
+  const MpiTransport both = choose_transport({{"OMPI_COMM_WORLD_SIZE", "2"},
                                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
                                     {"OMPI_MCA_btl", "tcp,self"},
                                     {"OMPI_MCA_btl_tcp_if_include", "lo"}});
@@ -46,12 +46,12 @@ TEST(MpiTransport, TheUsersSettingsWin) {
 }
 
 TEST(MpiTransport, RanksOnSeveralHostsAreLeftToTheUserWithAWarningWhenNoInterfaceIsNamed) {
-  const MpiTransport open = choose({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}});
+  const MpiTransport open = choose_transport({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}});
   EXPECT_TRUE(open.set.empty());
   EXPECT_EQ(open.description, "several hosts: TCP over every interface (no btl_tcp_if_include given)");
   EXPECT_NE(open.warning.find("mpirun --mca btl_tcp_if_include IF --mca oob_tcp_if_include IF"), std::string::npos)
       << open.warning;
-  const MpiTransport named = choose({{"OMPI_COMM_WORLD_SIZE", "4"},
+  const MpiTransport named = choose_transport({{"OMPI_COMM_WORLD_SIZE", "4"},
                                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
                                      {"OMPI_MCA_btl", "tcp,self"},
                                      {"OMPI_MCA_btl_tcp_if_include", "eth1"}});
@@ -61,11 +61,11 @@ TEST(MpiTransport, RanksOnSeveralHostsAreLeftToTheUserWithAWarningWhenNoInterfac
   // A fabric without TCP: no interface to name.
   for (const char* btl : {"self,vader,openib", "^tcp", "^vader,tcp"}) {
     const MpiTransport fabric =
-        choose({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}, {"OMPI_MCA_btl", btl}});
+        choose_transport({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}, {"OMPI_MCA_btl", btl}});
     EXPECT_EQ(fabric.warning, "") << btl;
   }
   const MpiTransport with_tcp =
-      choose({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}, {"OMPI_MCA_btl", "^openib"}});
+      choose_transport({{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}, {"OMPI_MCA_btl", "^openib"}});
   EXPECT_NE(with_tcp.warning, "");
 }
 
@@ -74,7 +74,7 @@ TEST(MpiTransport, AnotherLauncherIsLeftAlone) {
            {{"PMI_RANK", "0"}},
            {{"OMPI_COMM_WORLD_SIZE", "2"}},
            {{"OMPI_COMM_WORLD_SIZE", "two"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}}) {
-    const MpiTransport t = choose(env);
+    const MpiTransport t = choose_transport(env);
     EXPECT_TRUE(t.set.empty());
     EXPECT_EQ(t.description, "started without OpenMPI's mpirun: the MPI library chooses its transport");
   }

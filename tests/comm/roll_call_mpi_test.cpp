@@ -25,7 +25,7 @@
 namespace ptrain {
 namespace {
 
-constexpr auto kShortTimeout = std::chrono::seconds(1);  // rank 1's; the roll call listens a quarter of it
+constexpr auto kRollCallTimeout = std::chrono::seconds(1);  // rank 1's; the roll call listens a quarter of it
 constexpr auto kLongTimeout = std::chrono::seconds(60);  // everyone else's
 // Past MPI's eager limit (shared memory or TCP), so that the send waits for
 // its receive rather than completing into a buffer.
@@ -47,7 +47,7 @@ class MpiRollCall : public ::testing::TestWithParam<Case> {};
 TEST_P(MpiRollCall, PointToPointTimeoutNamesTheRankThatStoppedAnswering) {
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  MpiCommunicator comm = communicator_when_all_arrived(world_rank == 1 ? kShortTimeout : kLongTimeout);
+  MpiCommunicator comm = communicator_when_all_arrived(world_rank == 1 ? kRollCallTimeout : kLongTimeout);
   MpiCommunicator others = communicator_when_all_arrived(kLongTimeout);  // where rank 1 releases the rest
   if (comm.size() < 3) GTEST_SKIP() << "needs three ranks";
   const Case c = GetParam();
@@ -98,7 +98,7 @@ TEST_P(MpiRollCall, PointToPointTimeoutNamesTheRankThatStoppedAnswering) {
 TEST(MpiRollCallOfTheJob, EntryTimeoutOnTheWorkersCommunicatorNamesAStoppedShard) {
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  MpiCommunicator job = communicator_when_all_arrived(world_rank == 0 ? kShortTimeout : kLongTimeout);
+  MpiCommunicator job = communicator_when_all_arrived(world_rank == 0 ? kRollCallTimeout : kLongTimeout);
   if (job.size() < 3) GTEST_SKIP() << "needs three ranks";
   const int shard = job.size() - 1;
   const auto workers = job.split(job.rank() < shard ? 0 : 1);  // rank 0's with rank 0's timeout

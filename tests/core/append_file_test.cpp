@@ -18,10 +18,6 @@ std::string text_of(const std::string& path) {
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
-size_t entries(const fs::path& dir) {
-  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
-}
-
 TEST(AppendFile, CreatesWithItsFirstLineAppendsAndReopens) {
   test::ScratchDir dir;
   const std::string path = dir.file("rows.csv");
@@ -33,7 +29,7 @@ TEST(AppendFile, CreatesWithItsFirstLineAppendsAndReopens) {
   AppendFile again = AppendFile::open_existing(path, "--csv rows.csv");
   again.append("two\n");
   EXPECT_EQ(text_of(path), "header\none\ntwo\n");
-  EXPECT_EQ(entries(dir.path()), 1u);  // no temporary file left
+  EXPECT_EQ(test::entries_in(dir.path()), 1u);  // no temporary file left
   EXPECT_EQ(test::error_message([&] { AppendFile::create(path, "h\n", "c"); }), "c: exists already");
 }
 
@@ -70,7 +66,7 @@ TEST(AppendFile, NeverOpensALinkAFifoOrADirectory) {
   EXPECT_EQ(test::error_message([&] { AppendFile::create(dir.file("no/such/rows.csv"), "h\n", "m"); }),
             "m: directory " + dir.file("no/such") + " does not exist");
   EXPECT_EQ(text_of(target), "keep me");
-  EXPECT_EQ(entries(dir.path()), 5u);  // target, link, dangling, fifo, sub: nothing made
+  EXPECT_EQ(test::entries_in(dir.path()), 5u);  // target, link, dangling, fifo, sub: nothing made
 }
 
 TEST(AppendFile, ASecondWriterIsRefused) {

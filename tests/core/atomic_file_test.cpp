@@ -18,17 +18,13 @@ std::string text_of(const std::vector<std::byte>& bytes) {
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
-size_t entries(const fs::path& dir) {
-  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
-}
-
 TEST(AtomicFile, WritesAndReplacesLeavingNoTemporaryFile) {
   test::ScratchDir dir;
   const std::string path = dir.file("out.json");
   write_file_atomically(path, bytes_of("first"), "out");
   write_file_atomically(path, bytes_of("second, longer"), "out");
   EXPECT_EQ(text_of(read_regular_file(path, "out")), "second, longer");
-  EXPECT_EQ(entries(dir.path()), 1u);
+  EXPECT_EQ(test::entries_in(dir.path()), 1u);
 }
 
 TEST(AtomicFile, NeverWritesThroughALinkAFifoOrADirectory) {
@@ -45,7 +41,7 @@ TEST(AtomicFile, NeverWritesThroughALinkAFifoOrADirectory) {
   EXPECT_EQ(test::error_message([&] { write_file_atomically(dir.file("sub"), bytes_of("x"), "s"); }),
             "s: is a directory");
   EXPECT_EQ(text_of(read_regular_file(target, "t")), "keep me");
-  EXPECT_EQ(entries(dir.path()), 4u);  // target, link, fifo, sub: nothing left behind
+  EXPECT_EQ(test::entries_in(dir.path()), 4u);  // target, link, fifo, sub: nothing left behind
 }
 
 TEST(AtomicFile, AMissingDirectoryIsNamed) {
@@ -74,7 +70,7 @@ TEST(AtomicFile, APlaceWhereNoFileCanBeMadeIsRefusedBeforehand) {
   EXPECT_EQ(message.rfind("--report: cannot create a file in /proc", 0), 0u) << message;
   test::ScratchDir dir;
   check_output_path(dir.file("report.json"), "--report");
-  EXPECT_EQ(entries(dir.path()), 0u);  // the probe is gone
+  EXPECT_EQ(test::entries_in(dir.path()), 0u);  // the probe is gone
 }
 
 }  // namespace

@@ -16,8 +16,6 @@
 namespace ptrain {
 namespace {
 
-bool half_is_nan(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0; }
-
 TEST(HalfAgainstLibfp16, EveryHalfToFloat) {
   for (uint32_t h = 0; h <= 0xffff; ++h) {
     const auto half = static_cast<uint16_t>(h);

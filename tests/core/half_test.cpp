@@ -18,8 +18,6 @@ namespace {
 
 uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
 float from_bits(uint32_t b) { return std::bit_cast<float>(b); }
-bool half_is_nan(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0; }
-bool half_is_finite(uint16_t h) { return (h & 0x7c00) != 0x7c00; }
 
 static_assert(float_to_half(1.0f) == 0x3c00);
 static_assert(float_to_half(-2.0f) == 0xc000);

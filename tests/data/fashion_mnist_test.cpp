@@ -19,13 +19,7 @@ namespace {
 
 using test::ScratchDir;
 
-std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
-  std::vector<uint8_t> bytes = {0, 0, 0x08, static_cast<uint8_t>(dims.size())};
-  for (uint32_t d : dims)
-    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<uint8_t>(d >> shift));
-  bytes.insert(bytes.end(), data.begin(), data.end());
-  return bytes;
-}
+using test::idx_bytes;
 
 // A small fake Fashion-MNIST split: `images` 4x3 images, `labels` labels.
 void write_split(const ScratchDir& dir, const std::string& prefix, uint32_t images,

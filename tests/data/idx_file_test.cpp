@@ -23,15 +23,7 @@ using test::ScratchDir;
 using test::write_bytes;
 using test::write_gzip;
 
-// An IDX ubyte file: magic, big-endian dims, then the data.
-std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data,
-                               uint8_t type = 0x08) {
-  std::vector<uint8_t> bytes = {0, 0, type, static_cast<uint8_t>(dims.size())};
-  for (uint32_t d : dims)
-    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<uint8_t>(d >> shift));
-  bytes.insert(bytes.end(), data.begin(), data.end());
-  return bytes;
-}
+using test::idx_bytes;
 
 std::vector<uint8_t> counting_data(size_t n) {
   std::vector<uint8_t> data(n);

@@ -29,16 +29,8 @@
 namespace ptrain {
 namespace {
 
-RunInputs data_only(LoadedData data) {
-  RunInputs inputs;
-  inputs.data = std::move(data);
-  return inputs;
-}
+using test::data_only;
 
-LoadedData clusters() {
-  const Dataset all = make_gaussian_clusters(900, 10, 3, 5, 1.5f);
-  return {all.head(720), all};
-}
 
 RunPlan small_plan() {
   RunPlan plan;
@@ -75,7 +67,7 @@ Outcome run_plan(const RunPlan& plan, const LoadedData& data, const std::string&
 // Runs `plan` with checkpoints every `every` steps into a scratch directory,
 // kills it at step `kill_at`, resumes, and compares with the uninterrupted run.
 void expect_exact_resume(RunPlan plan, const std::string& what, size_t every = 7, size_t kill_at = 38) {
-  const LoadedData data = clusters();
+  const LoadedData data = test::small_clusters();
   const Outcome whole = run_plan(plan, data);
 
   test::ScratchDir dir;
@@ -158,7 +150,7 @@ TEST(CheckpointResume, PsSyncWithEveryCodecEndsWithTheSameBits) {
 // A run that stops after one epoch with its checkpoint, resumed for a second,
 // goes on from the shards' state (versions, statistics, clocks) and learns.
 void expect_resume_at_epoch_end(RunPlan plan, const std::string& what) {
-  const LoadedData data = clusters();
+  const LoadedData data = test::small_clusters();
   plan.optimizer = SgdOptions{};
   std::visit([](auto& o) { o.lr = 0.05f; }, plan.optimizer);
   test::ScratchDir dir;
@@ -208,7 +200,7 @@ TEST(CheckpointResume, AtEpochEndsAndFromTheLastCheckpointOfARunThatEnded) {
   expect_exact_resume(plan, "every epoch", 30, 45);  // the checkpoint at step 30 ends epoch 1
 
   // A finished run's last checkpoint, resumed with more epochs, is the longer run.
-  const LoadedData data = clusters();
+  const LoadedData data = test::small_clusters();
   test::ScratchDir dir;
   RunPlan longer = small_plan();
   longer.run.epochs = 3;
@@ -223,7 +215,7 @@ TEST(CheckpointResume, AtEpochEndsAndFromTheLastCheckpointOfARunThatEnded) {
 }
 
 TEST(CheckpointResume, ACorruptNewestCheckpointFallsBackToTheOneBefore) {
-  const LoadedData data = clusters();
+  const LoadedData data = test::small_clusters();
   test::ScratchDir dir;
   RunPlan plan = small_plan();
   const Outcome whole = run_plan(plan, data);
@@ -301,7 +293,7 @@ TEST(CheckpointResume, AFailedCheckpointStopsTheRunWithTheOnesBeforeIntactAndNot
   // between its part at step 10 and at step 15, the checkpoint at step 15
   // fails on worker 0 alone, after the others wrote their parts. The workers
   // agree on it before the next step: none takes step 16.
-  const LoadedData data = clusters();
+  const LoadedData data = test::small_clusters();
   RunPlan plan = small_plan();
   plan.codec = DgcOptions{};
   const Outcome whole = run_plan(plan, data);
@@ -368,7 +360,7 @@ TEST(CheckpointResume, AFailedCheckpointStopsTheRunWithTheOnesBeforeIntactAndNot
 }
 
 TEST(CheckpointResume, RefusesAPlanTheStateCannotFollow) {
-  const LoadedData data = clusters();
+  const LoadedData data = test::small_clusters();
   test::ScratchDir dir;
   RunPlan plan = small_plan();
   plan.run.checkpoint_dir = dir.file("c");
@@ -414,7 +406,7 @@ void rewrite_worker_1(const std::string& dir, const std::function<void(Records&)
 // left the workers waiting on each other until the timeout (for sequential,
 // the run's timeout times the workers), and then named no checkpoint.
 TEST(CheckpointResume, RefusesPartsThatDoNotFitTogetherAtOnce) {
-  const LoadedData data = clusters();
+  const LoadedData data = test::small_clusters();
   for (const bool sequential : {false, true}) {
     RunPlan plan = small_plan();
     if (sequential) plan.strategy = SequentialOptions{};
@@ -467,7 +459,7 @@ TEST(CheckpointResume, RefusesPartsThatDoNotFitTogetherAtOnce) {
 // its own step (the checks above refused their checkpoints once both were
 // on main), and refuse a part inside an epoch, which they never write.
 TEST(CheckpointResume, WorkersAtTheirOwnStepsResumeOnlyAtEpochEnds) {
-  const LoadedData data = clusters();
+  const LoadedData data = test::small_clusters();
   RunPlan plan = small_plan();
   plan.strategy = AsyncOptions{};
   plan.run.comm_timeout = 2;

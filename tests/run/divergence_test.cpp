@@ -18,7 +18,6 @@
 namespace ptrain {
 namespace {
 
-LoadedData data() { return test::clusters(900, 720, 10, 3, 5); }
 
 RunPlan plan_with(std::string_view strategy) {
   RunPlan plan = test::softmax_plan(3, 8, 2);
@@ -36,7 +35,7 @@ TEST(Divergence, EveryTrainerStrategyStopsWithTheResultAndNamesTheWorker) {
     if (std::holds_alternative<SeqOptions>(plan.strategy)) plan.run.workers = 1;
     explode(plan);
     World world = make_world(plan);
-    const RunResult r = run(plan, world, {}, test::data_only(data()));
+    const RunResult r = run(plan, world, {}, test::data_only(test::small_clusters()));
     EXPECT_TRUE(r.diverged) << strategy;
     // "worker 1: the loss became inf at step 2 ...", or the shared-memory run's own words.
     EXPECT_FALSE(r.diverged_why.empty()) << strategy;
@@ -52,7 +51,7 @@ TEST(Divergence, LockstepWorkersStopAtTheSameStep) {
     RunPlan plan = plan_with(strategy);
     explode(plan);
     World world = make_world(plan);
-    const RunResult r = run(plan, world, {}, test::data_only(data()));
+    const RunResult r = run(plan, world, {}, test::data_only(test::small_clusters()));
     ASSERT_TRUE(r.diverged) << strategy;
     ASSERT_EQ(r.worker_steps.size(), 3u) << strategy;
     EXPECT_EQ(r.worker_steps[0], r.worker_steps[1]) << strategy;
@@ -61,7 +60,7 @@ TEST(Divergence, LockstepWorkersStopAtTheSameStep) {
 }
 
 TEST(Divergence, AGradientBeyondFp16sRangeIsDivergence) {
-  LoadedData d = data();
+  LoadedData d = test::small_clusters();
   for (auto* set : {&d.train, &d.test})
     for (float& x : set->mutable_features()) x *= 1e6f;  // gradients of 1e6: far beyond 65504
   RunPlan plan = plan_with("hybrid");
@@ -96,7 +95,7 @@ TEST(Divergence, AsyncGoesOnWithoutADivergedWorkerAndStopsWhenAllHave) {
   // Only worker 2's loss is nan: the others train on.
   RunPlan plan = plan_with("async");
   World world = make_world(plan);
-  RunInputs inputs = test::data_only(data());
+  RunInputs inputs = test::data_only(test::small_clusters());
   int made = 0;  // the factory is called on one thread: a probe, then workers 0, 1, 2
   inputs.model = [&](const ModelInput& in) -> std::unique_ptr<Model> {
     auto model = make_model(plan.model, in);
@@ -110,7 +109,7 @@ TEST(Divergence, AsyncGoesOnWithoutADivergedWorkerAndStopsWhenAllHave) {
   EXPECT_GT(r.epochs.back().test_accuracy, 0.8);
 
   explode(plan);  // every worker's loss explodes: the run ends as diverged, not with loss 0
-  const RunResult all = run(plan, world, {}, test::data_only(data()));
+  const RunResult all = run(plan, world, {}, test::data_only(test::small_clusters()));
   EXPECT_TRUE(all.diverged);
   EXPECT_NE(all.diverged_why.find("every worker left"), std::string::npos) << all.diverged_why;
 }
@@ -129,7 +128,7 @@ TEST(Divergence, RollbackGoesBackToTheLastCheckpointWithASmallerStep) {
   // With lr 1e38 the first step already diverges: there is no checkpoint yet,
   // so the rollback goes back to the start, with lr 0.1.
   World world = make_world(plan);
-  const RunResult r = run(plan, world, {}, test::data_only(data()));
+  const RunResult r = run(plan, world, {}, test::data_only(test::small_clusters()));
   EXPECT_FALSE(r.diverged) << r.diverged_why;
   ASSERT_EQ(r.recoveries.size(), 1u);
   EXPECT_EQ(r.recoveries[0].kind, "rollback");
@@ -148,10 +147,10 @@ TEST(Divergence, RollbackGoesBackToTheLastCheckpointWithASmallerStep) {
   calm.run.max_steps = 30;
   test::ScratchDir fresh;
   calm.run.checkpoint_dir = fresh.file("ckpt");
-  run(calm, world, {}, test::data_only(data()));
+  run(calm, world, {}, test::data_only(test::small_clusters()));
   RunPlan resumed = plan;
   resumed.run.checkpoint_dir = calm.run.checkpoint_dir;
-  RunInputs inputs = test::data_only(data());
+  RunInputs inputs = test::data_only(test::small_clusters());
   inputs.resume = calm.run.checkpoint_dir;
   const RunResult back = run(resumed, world, {}, inputs);
   EXPECT_FALSE(back.diverged) << back.diverged_why;
@@ -163,7 +162,7 @@ TEST(Divergence, RollbackGoesBackToTheLastCheckpointWithASmallerStep) {
   plan.run.rollback_lr_scale = 0.5;
   test::ScratchDir again;
   plan.run.checkpoint_dir = again.file("ckpt");
-  const RunResult stuck = run(plan, world, {}, test::data_only(data()));
+  const RunResult stuck = run(plan, world, {}, test::data_only(test::small_clusters()));
   EXPECT_TRUE(stuck.diverged);
   EXPECT_EQ(stuck.recoveries.size(), 2u);
 }
@@ -191,13 +190,13 @@ TEST(Restarts, AFailedWorkerRestartsFromTheLastCheckpointToTheSameBits) {
   RunPlan plan = plan_with("hybrid");
   plan.codec = DgcOptions{.density = 0.2};
   World world = make_world(plan);
-  const RunResult whole = run(plan, world, {}, test::data_only(data()));
+  const RunResult whole = run(plan, world, {}, test::data_only(test::small_clusters()));
 
   test::ScratchDir dir;
   plan.run.checkpoint_dir = dir.file("ckpt");
   plan.run.checkpoint_every = Cadence{10, 0};
   std::atomic<bool> armed{true};
-  RunInputs inputs = test::data_only(data());
+  RunInputs inputs = test::data_only(test::small_clusters());
   inputs.model = [&](const ModelInput& in) -> std::unique_ptr<Model> {
     return std::make_unique<test::FailingModel>(make_model(plan.model, in), 35, &armed);
   };
@@ -237,7 +236,7 @@ TEST(Restarts, BadInputIsNotRetried) {
   plan.run.checkpoint_dir = dir.file("ckpt");
   plan.run.max_restarts = 3;
   World world = make_world(plan);
-  RunInputs inputs = test::data_only(data());
+  RunInputs inputs = test::data_only(test::small_clusters());
   inputs.resume = dir.file("missing");
   try {
     run(plan, world, {}, inputs);

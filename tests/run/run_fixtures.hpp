@@ -22,6 +22,9 @@ inline LoadedData clusters(size_t total, size_t train, size_t features, int clas
   return {all.head(train), all};
 }
 
+// The 900-sample set (720 train) the resume and divergence tests share.
+inline LoadedData small_clusters() { return clusters(900, 720, 10, 3, 5); }
+
 // Softmax regression on unstandardised features, threads not pinned.
 inline RunPlan softmax_plan(int workers, size_t batch, double epochs) {
   RunPlan plan;

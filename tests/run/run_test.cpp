@@ -8,22 +8,16 @@
 #include "data/synthetic.hpp"
 #include "run/report.hpp"
 #include "run/world.hpp"
+#include "run/run_fixtures.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
 namespace {
 
-RunInputs data_only(LoadedData data) {
-  RunInputs inputs;
-  inputs.data = std::move(data);
-  return inputs;
-}
+using test::data_only;
 
-LoadedData clusters() {
-  // The test set is drawn from the same clusters (the seed fixes them); the first 960 samples train.
-  const Dataset all = make_gaussian_clusters(1200, 12, 3, 21, 1.5f);
-  return {all.head(960), all};
-}
+// The test set is drawn from the same clusters (the seed fixes them); the first 960 samples train.
+LoadedData clusters_1200() { return test::clusters(1200, 960, 12, 3, 21); }
 
 RunPlan small_plan() {
   RunPlan plan;
@@ -40,7 +34,7 @@ RunPlan small_plan() {
 // every strategy x optimizer pair, the shared-memory ones included,
 // either trains (the loss falls) or is refused with one line that names the reason.
 TEST(Run, EveryStrategyTrainsWithEveryOptimizer) {
-  const LoadedData data = clusters();
+  const LoadedData data = clusters_1200();
   for (auto strategy : StrategyRegistry::names())
     for (auto optimizer : OptimizerRegistry::names()) {
       RunPlan plan = small_plan();
@@ -71,7 +65,7 @@ TEST(Run, EveryStrategyTrainsWithEveryOptimizer) {
 // model evaluated after epoch 2 is the one evaluated after epoch 1, to the bit
 // (its test loss is the same number); with the rate kept, it is not.
 TEST(Run, EveryStrategyAppliesTheScheduledRateToEachEpochsUpdates) {
-  const LoadedData data = clusters();
+  const LoadedData data = clusters_1200();
   for (auto strategy : StrategyRegistry::names()) {
     RunPlan plan = small_plan();
     plan.strategy = *StrategyRegistry::make(strategy);
@@ -102,7 +96,7 @@ TEST(Run, RefusesABadPlanNamingEveryField) {
   plan.strategy = SequentialOptions{};
   plan.run.time_limit = 3;
   World world = make_world(plan);
-  const std::string message = test::error_message([&] { run(plan, world, {}, data_only(clusters())); });
+  const std::string message = test::error_message([&] { run(plan, world, {}, data_only(clusters_1200())); });
   EXPECT_NE(message.find("run.batch must be at least 1 (got 0)"), std::string::npos) << message;
   EXPECT_NE(message.find("codec: the sequential strategy exchanges no gradients"), std::string::npos) << message;
   EXPECT_NE(message.find("run.time_limit applies to the strategies that stop on time"), std::string::npos) << message;
@@ -115,8 +109,8 @@ TEST(Run, TheSamePlanGivesTheSameBitsAndTheReportHoldsThePlan) {
   plan.codec = dgc;
   plan.optimizer = MomentumOptions{};
   World world = make_world(plan);
-  const RunResult a = run(plan, world, {}, data_only(clusters()));
-  const RunResult b = run(plan, world, {}, data_only(clusters()));
+  const RunResult a = run(plan, world, {}, data_only(clusters_1200()));
+  const RunResult b = run(plan, world, {}, data_only(clusters_1200()));
   EXPECT_EQ(a.final_params, b.final_params);
   const auto report = make_report(resolved_plan(plan, world), world, a, {{}, utc_now()});
   EXPECT_EQ(report["plan"]["codec"]["name"], "dgc");
@@ -130,7 +124,7 @@ TEST(Run, ABroughtModelReplacesThePlansModel) {
   RunPlan plan = small_plan();
   plan.model = MlpOptions{};  // not built: the caller's factory wins
   size_t built = 0;
-  RunInputs inputs = data_only(clusters());
+  RunInputs inputs = data_only(clusters_1200());
   inputs.model = [&](const ModelInput& in) {
     ++built;
     EXPECT_EQ(in.seed, plan.run.seed);
@@ -172,7 +166,7 @@ TEST(Run, MoreThreadsThanAProcessRunsAreRefused) {
 // LibTorch stack trace (mlp).
 TEST(Run, ATestSetOfOtherSamplesIsRefusedNamingTheShapes) {
   RunPlan plan = small_plan();
-  LoadedData data = clusters();
+  LoadedData data = clusters_1200();
   data.test = make_gaussian_clusters(100, 11, 3, 21, 1.5f);
   World world = make_world(plan);
   EXPECT_EQ(test::error_message([&] { run(plan, world, {}, data_only(data)); }),
@@ -191,7 +185,7 @@ TEST(Run, ACheckpointDirectoryThatCannotBeWrittenIsRefusedBeforeTraining) {
   for (const std::string& where : {dir.file("file"), dir.file("file/sub"), std::string("/proc/ck")}) {
     plan.run.checkpoint_dir = where;
     World world = make_world(plan);
-    const std::string message = test::error_message([&] { run(plan, world, {}, data_only(clusters())); });
+    const std::string message = test::error_message([&] { run(plan, world, {}, data_only(clusters_1200())); });
     EXPECT_EQ(message.rfind("run.checkpoint_dir: checkpoint directory " + where + ": ", 0), 0u) << message;
   }
 }

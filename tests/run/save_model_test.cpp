@@ -12,21 +12,15 @@
 #include "model/saved_model.hpp"
 #include "run/resume.hpp"
 #include "run/run.hpp"
+#include "run/run_fixtures.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
 namespace {
 
-LoadedData clusters() {
-  const Dataset all = make_gaussian_clusters(600, 12, 3, 21, 1.5f);
-  return {all.head(480), all.head(600)};
-}
+LoadedData clusters_600() { return test::clusters(600, 480, 12, 3, 21); }
 
-RunInputs data_only(LoadedData data) {
-  RunInputs inputs;
-  inputs.data = std::move(data);
-  return inputs;
-}
+using test::data_only;
 
 RunPlan small_plan(const std::string& save_to) {
   RunPlan plan;
@@ -49,13 +43,13 @@ TEST(RunSaveModel, WritesTheTrainedModelWithItsPreprocessing) {
   callbacks.on_start = [&](const RunStart&) { started = true; };
   if (!can_save_models()) {
     const std::string message =
-        test::error_message([&] { run(plan, world, callbacks, data_only(clusters())); });
+        test::error_message([&] { run(plan, world, callbacks, data_only(clusters_600())); });
     EXPECT_NE(message.find("run.save_model: saving a model needs LibTorch"), std::string::npos) << message;
     EXPECT_FALSE(started);
     EXPECT_FALSE(std::filesystem::exists(path));
     return;
   }
-  const RunResult r = run(plan, world, callbacks, data_only(clusters()));
+  const RunResult r = run(plan, world, callbacks, data_only(clusters_600()));
   ASSERT_TRUE(r.standardization);
   SavedModel saved = load_saved_model(path);
   EXPECT_EQ(saved.facts.model, "softmax");
@@ -66,7 +60,7 @@ TEST(RunSaveModel, WritesTheTrainedModelWithItsPreprocessing) {
   EXPECT_EQ(saved.facts.standardization->stddev, r.standardization->stddev);
   EXPECT_TRUE(std::equal(r.final_params.begin(), r.final_params.end(), saved.model->params().begin()));
   // On the test set as loaded (not standardised), the score training gave.
-  const Metrics m = saved.model->evaluate(clusters().test);
+  const Metrics m = saved.model->evaluate(clusters_600().test);
   EXPECT_NEAR(m.loss, r.epochs.back().test_loss, 1e-5);
   EXPECT_NEAR(m.accuracy, r.epochs.back().test_accuracy, 1.5 / 600);
   const auto meta = nlohmann::json::parse(saved.metadata_json);
@@ -89,14 +83,14 @@ TEST(RunSaveModel, RefusesBeforeAnyWork) {
   const std::string missing = dir.file("no/such/m.pt");
   RunPlan plan = small_plan(missing);
   World world = make_world(plan);
-  std::string message = test::error_message([&] { run(plan, world, callbacks, data_only(clusters())); });
+  std::string message = test::error_message([&] { run(plan, world, callbacks, data_only(clusters_600())); });
   const std::string expected = can_save_models() ? "run.save_model: " + missing + ": directory " +
                                                        dir.file("no/such") + " does not exist"
                                                  : "run.save_model: saving a model needs LibTorch";
   EXPECT_NE(message.find(expected), std::string::npos) << message;
 
   plan.run.save_model = dir.file("m.pt");
-  RunInputs inputs = data_only(clusters());
+  RunInputs inputs = data_only(clusters_600());
   inputs.model = [](const ModelInput& in) { return SoftmaxOptions{}.make(in); };
   message = test::error_message([&] { run(plan, world, callbacks, inputs); });
   EXPECT_NE(message.find("run.save_model: the model comes from the caller (RunInputs::model)"),

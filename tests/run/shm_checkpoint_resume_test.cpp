@@ -21,7 +21,6 @@
 namespace ptrain {
 namespace {
 
-LoadedData data() { return test::clusters(900, 720, 10, 3, 5); }
 
 // 3 threads of batch 8 on 720 samples: 90 gradients an epoch, 180 in all, a
 // loss check every 15. The step is small, so that half the run is clearly
@@ -61,7 +60,7 @@ class CountedModel : public Model {
 RunResult run_plan(const RunPlan& plan, const std::string& resume = {}, const RunInputs& base = {}) {
   World world = make_world(plan);
   RunInputs inputs = base;
-  if (!inputs.data) inputs.data = data();
+  if (!inputs.data) inputs.data = test::small_clusters();
   inputs.resume = resume;
   return run(plan, world, {}, inputs);
 }

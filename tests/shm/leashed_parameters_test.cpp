@@ -11,12 +11,12 @@
 namespace ptrain {
 namespace {
 
-constexpr size_t kSize = 256;
+constexpr size_t kLeashedSize = 256;
 // A gradient of -1 then adds 1 to every parameter.
 const OptimizerConfig kSgd{.kind = OptimizerKind::Sgd, .lr = 1.0f};
 
 TEST(LeashedParameters, PublishesOneChainOfVersions) {
-  std::vector<float> initial(kSize, 0.0f);
+  std::vector<float> initial(kLeashedSize, 0.0f);
   const int threads = 4, steps = 400;
   LeashedParameters shared(initial, threads, -1, kSgd);
   std::atomic<uint64_t> bad_links{0};
@@ -24,7 +24,7 @@ TEST(LeashedParameters, PublishesOneChainOfVersions) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
-      std::vector<float> local(kSize), grad(kSize, -1.0f);
+      std::vector<float> local(kLeashedSize), grad(kLeashedSize, -1.0f);
       Backoff b({}, t);
       for (int s = 0; s < steps; ++s) {
         const uint64_t v = shared.read(local, b, counters[t]);
@@ -42,7 +42,7 @@ TEST(LeashedParameters, PublishesOneChainOfVersions) {
   // Version n has parent n - 1 and holds exactly n updates: no update was lost or applied twice.
   EXPECT_EQ(shared.updates(), applied);
   EXPECT_EQ(shared.latest_parent(), applied - 1);
-  std::vector<float> final_params(kSize);
+  std::vector<float> final_params(kLeashedSize);
   shared.snapshot(final_params);
   for (float p : final_params) ASSERT_EQ(p, static_cast<float>(applied));
   // Every vector but the latest is back in the pool.

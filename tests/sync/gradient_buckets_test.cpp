@@ -4,15 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "test_support.hpp"
 
 namespace ptrain {
 namespace {
 
-FlatLayout layout_of(const std::vector<int64_t>& sizes) {
-  FlatLayout layout;
-  for (size_t i = 0; i < sizes.size(); ++i) layout.add(fmt::format("t{}", i), {sizes[i]});
-  return layout;
-}
+using test::layout_of;
 
 // Every segment in exactly one bucket, buckets contiguous, from the last segment to the first.
 void expect_a_cover(const FlatLayout& layout, const std::vector<GradientBucket>& buckets) {

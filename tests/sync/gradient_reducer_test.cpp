@@ -11,6 +11,7 @@
 #include "comm/local_group.hpp"
 #include "core/error.hpp"
 #include "local_workers.hpp"
+#include "test_support.hpp"
 
 namespace ptrain {
 namespace {
@@ -41,11 +42,7 @@ class CountingCommunicator : public Communicator {
   std::atomic<int> finished_{0};
 };
 
-FlatLayout layout_of(const std::vector<int64_t>& sizes) {
-  FlatLayout layout;
-  for (size_t i = 0; i < sizes.size(); ++i) layout.add(fmt::format("t{}", i), {sizes[i]});
-  return layout;
-}
+using test::layout_of;
 
 // Worker r's gradient at step s: small integers, so every sum is exact.
 float gradient_value(int rank, size_t step, size_t i) {
