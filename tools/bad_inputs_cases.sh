@@ -90,6 +90,19 @@ new_case; expect option "--staleness -1" 2 "--staleness" -- "$ptrain" train @SHO
 new_case; expect -q option "--servers -1" 2 "--servers" -- "$ptrain" train @SHORT@ --strategy ps-sync --servers -1
 new_case; expect option "--servers 100000" 2 "--servers" -- "$ptrain" train @SHORT@ --strategy ps-sync --servers 100000
 new_case; expect option "--backup 2 of 2 workers" 2 "--backup" -- "$ptrain" train @SHORT@ --strategy ps-backup --backup 2
+new_case; expect -q option "--lr-decay step without milestones" 2 "--lr-milestones" -- "$ptrain" train @SHORT@ --lr-decay step
+new_case; expect option "--lr-milestones 2,1 (decreasing)" 2 "--lr-milestones must increase" -- \
+  "$ptrain" train @SHORT@ --lr-decay step --lr-milestones 2,1 --epochs 3
+new_case; expect option "--lr-milestones 5 (past the run's end)" 2 "--lr-milestones 5" -- \
+  "$ptrain" train @SHORT@ --lr-decay step --lr-milestones 5
+new_case; expect option "--lr-milestones 99999999999999999999" 2 "--lr-milestones" -- \
+  "$ptrain" train @SHORT@ --lr-decay step --lr-milestones 99999999999999999999
+new_case; expect option "--lr-gamma nan" 2 "--lr-gamma" -- \
+  "$ptrain" train @SHORT@ --lr-decay step --lr-milestones 1 --lr-gamma nan --epochs 2
+new_case; expect option "--lr-gamma 0" 2 "--lr-gamma" -- \
+  "$ptrain" train @SHORT@ --lr-decay step --lr-milestones 1 --lr-gamma 0 --epochs 2
+new_case; expect option "--lr-gamma with --lr-decay cosine" 2 "--lr-gamma" -- \
+  "$ptrain" train @SHORT@ --lr-decay cosine --lr-gamma 0.5
 new_case; expect option "--rollback-lr-scale nan" 2 "--rollback-lr-scale" -- \
   "$ptrain" train @SHORT@ --checkpoint-dir ck --on-diverge rollback --rollback-lr-scale nan
 new_case; expect option "--max-rollbacks -1" 2 "--max-rollbacks" -- \
@@ -453,6 +466,14 @@ expect eval "--model not a model" 2 "m.pt" -- "$ptrain" eval --model m.pt --data
 new_case; expect -q eval "test images 27x27 for a model of 28x28" 2 "[1, 27, 27]" -- "$ptrain" eval --model "$T/model.pt" --data "$fx/fm27"
 new_case; null_device
 expect eval "--report a device (a null device like /dev/null: never replaced)" 2 "--report" -- "$ptrain" eval --model "$T/model.pt" --data "$fm" --report null
+new_case; expect eval "--write-samples a missing directory" 2 "--write-samples" -- \
+  "$ptrain" eval --model "$T/model.pt" --data "$fm" --write-samples nowhere
+new_case; mkfifo features.npy
+expect eval "--write-samples where features.npy is a FIFO" 2 "--write-samples" -- \
+  "$ptrain" eval --model "$T/model.pt" --data "$fm" --write-samples .
+new_case; ln -s /etc/passwd labels.npy
+expect eval "--write-samples where labels.npy is a symlink" 2 "--write-samples" -- \
+  "$ptrain" eval --model "$T/model.pt" --data "$fm" --write-samples .
 new_case; data_with_images fifo
 expect eval "data with a FIFO (training images unused)" 0 "" -- "$ptrain" eval --model "$T/model.pt" --data d --quiet
 

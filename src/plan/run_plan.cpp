@@ -35,7 +35,8 @@ void check_lr_schedule(const RunControls& run, Problems& problems) {
     }
     if (static_cast<double>(m) >= run.epochs) {
       problems.add("run.lr_milestones",
-                   fmt::format("{}: the run ends after {:g} epochs, so lr would never change there", m, run.epochs));
+                   fmt::format("{}: the run ends after {:g} epoch{}, so lr would never change there", m, run.epochs,
+                               run.epochs == 1 ? "" : "s"));
       break;
     }
   }
