@@ -38,14 +38,6 @@ std::vector<int64_t> with_count(size_t count, const std::vector<int64_t>& shape)
   return out;
 }
 
-// from_blob does not copy: the batch (or data set) outlives the pass. For
-// language modelling (a target per position) the inputs are token ids, which
-// an embedding takes as int64.
-torch::Tensor input_tensor(const float* data, size_t count, const std::vector<int64_t>& sample_shape, Task task) {
-  auto x = torch::from_blob(const_cast<float*>(data), with_count(count, sample_shape), torch::kFloat32);
-  return task == Task::LanguageModel ? x.to(torch::kInt64) : x;
-}
-
 Task task_of(const std::vector<int64_t>& label_shape) {
   return label_shape.empty() ? Task::Classification : Task::LanguageModel;
 }
@@ -61,10 +53,6 @@ Task task_of(const std::vector<int64_t>& label_shape) {
   } catch (const std::exception& e) {
     throw Error("model " + name + ": " + first_line(e.what()));
   }
-}
-
-torch::Tensor label_tensor(const int64_t* labels, size_t count, const std::vector<int64_t>& label_shape) {
-  return torch::from_blob(const_cast<int64_t*>(labels), with_count(count, label_shape), torch::kInt64);
 }
 
 // Cross-entropy over the last dimension: output [N, classes] with labels [N],
@@ -108,6 +96,15 @@ FlatModule::Parts parts_of(const std::shared_ptr<torch::nn::Module>& module, For
 }
 
 }  // namespace
+
+torch::Tensor input_tensor(const float* data, size_t count, const std::vector<int64_t>& sample_shape, Task task) {
+  auto x = torch::from_blob(const_cast<float*>(data), with_count(count, sample_shape), torch::kFloat32);
+  return task == Task::LanguageModel ? x.to(torch::kInt64) : x;
+}
+
+torch::Tensor label_tensor(const int64_t* labels, size_t count, const std::vector<int64_t>& label_shape) {
+  return torch::from_blob(const_cast<int64_t*>(labels), with_count(count, label_shape), torch::kInt64);
+}
 
 torch::Device torch_device(const ComputeDevice& device) {
   if (device.cpu()) return torch::kCPU;

@@ -45,6 +45,13 @@ std::vector<std::pair<std::string, torch::Tensor>> bound_parameters(
     const std::vector<std::pair<std::string, torch::Tensor>>& parameters, const std::string& name,
     const torch::Device& device = torch::kCPU);
 
+// `count` samples (or their targets) of a data set's or batch's memory as a
+// tensor of shape [count, shape...], without a copy (the memory outlives the
+// pass). For language modelling the inputs are token ids, which an embedding
+// takes as int64 (that one a copy).
+torch::Tensor input_tensor(const float* data, size_t count, const std::vector<int64_t>& sample_shape, Task task);
+torch::Tensor label_tensor(const int64_t* labels, size_t count, const std::vector<int64_t>& label_shape);
+
 class FlatModule : public Model {
  public:
   // What any module brings: its parameters by name (a tensor shared by two

@@ -234,12 +234,8 @@ class LstmModel final : public Model {
     int64_t correct = 0;
     for (size_t start = 0; start < data.size(); start += kChunk) {
       const size_t n = std::min(kChunk, data.size() - start);
-      std::vector<int64_t> shape{static_cast<int64_t>(n)};
-      shape.insert(shape.end(), data.sample_shape().begin(), data.sample_shape().end());
-      const auto x = torch::from_blob(const_cast<float*>(data.sample(start).data()), shape).to(device_, torch::kInt64);
-      std::vector<int64_t> label_shape{static_cast<int64_t>(n)};
-      label_shape.insert(label_shape.end(), data.label_shape().begin(), data.label_shape().end());
-      const auto y = torch::from_blob(const_cast<int64_t*>(data.targets(start).data()), label_shape, torch::kInt64).to(device_);
+      const auto x = input_tensor(data.sample(start).data(), n, data.sample_shape(), Task::LanguageModel).to(device_);
+      const auto y = label_tensor(data.targets(start).data(), n, data.label_shape()).to(device_);
       RecurrentState fresh;
       score(net_->forward(x, fresh), y, loss, correct);
     }
