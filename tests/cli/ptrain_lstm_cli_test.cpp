@@ -25,7 +25,7 @@ const std::string kSmall =
     " --data-set bible --characters --embedding-size 16 --hidden-size 16 --layers 1 --bptt 20 --batch 4 --dropout 0.2 "
     "--train-samples 2000 --test-samples 500 -q ";
 
-nlohmann::json report(const std::string& path) { return nlohmann::json::parse(std::ifstream(path)); }
+using test::read_json;
 
 TEST(PtrainLstmCli, MpirunTrainsTheSameBitsAsThreads) {
   if (!std::filesystem::exists(kDefaultBibleProgram)) GTEST_SKIP() << "bible-kjv not installed";
@@ -38,7 +38,7 @@ TEST(PtrainLstmCli, MpirunTrainsTheSameBitsAsThreads) {
     const Outcome ranks =
         run_ptrain_with_env(std::string(kMpirun) + " -np 2", args + " --report " + dir.file("ranks.json"));
     ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
-    const auto t = report(dir.file("threads.json")), r = report(dir.file("ranks.json"));
+    const auto t = read_json(dir.file("threads.json")), r = read_json(dir.file("ranks.json"));
     EXPECT_EQ(r["run"]["backend"], "mpi");
     EXPECT_EQ(t["run"]["task"], "language-model");
     EXPECT_EQ(t["summary"]["final_params_fnv1a64"], r["summary"]["final_params_fnv1a64"]) << codec;
@@ -62,7 +62,7 @@ TEST(PtrainLstmCli, EveryStrategyAndCodecTrainsIt) {
     const Outcome o = run_ptrain("train" + kSmall + "--workers 2 --epochs 0.25 --optimizer adam --lr 0.01 " + strategy +
                                  " --report " + path);
     ASSERT_EQ(o.exit_code, 0) << strategy << ": " << o.err;
-    const auto r = report(path);
+    const auto r = read_json(path);
     EXPECT_EQ(r["run"]["task"], "language-model") << strategy;
     const double perplexity = r["summary"]["final_test_perplexity"];
     // Guessing among the characters gives about the vocabulary's size; a quarter of an epoch learns some.
@@ -85,21 +85,26 @@ TEST(PtrainLstmCli, ASavedModelScoresWhatTheRunMeasuredInPtrainEvalAndPython) {
   const Outcome scored = run_ptrain("eval --model " + dir.file("m.pt") + data + " --report " + dir.file("eval.json") +
                                     " --write-samples " + dir.path().string());
   ASSERT_EQ(scored.exit_code, 0) << scored.err;
-  const auto run = report(dir.file("run.json")), eval = report(dir.file("eval.json"));
+  const auto run = read_json(dir.file("run.json")), eval = read_json(dir.file("eval.json"));
   const double measured = run["summary"]["final_test_perplexity"], again = eval["test"]["perplexity"];
   EXPECT_NEAR(again, measured, 1e-6 * measured);
   EXPECT_EQ(eval["test"]["samples"], 10);  // the stream in the 10 rows training scored it in
   EXPECT_NE(scored.out.find("the run that saved it measured perplexity"), std::string::npos) << scored.out;
 
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) return;
-  const std::string script = std::string(PTRAIN_SOURCE_DIR) + "/examples/python_eval/evaluate.py";
+  if (!test::python_has_torch()) return;
+  // examples/python_eval/evaluate.py's JSON line for a model scored on .npy samples: PyTorch alone.
+  const auto scored_in_python = [&](const std::string& model, const std::string& features, const std::string& labels) {
+    const std::string script = std::string(PTRAIN_SOURCE_DIR) + "/examples/python_eval/evaluate.py";
+    const std::string out = dir.file("python.out");
+    const int status = std::system(
+        ("/usr/bin/python3 " + script + " --json " + model + " --features " + features + " --labels " + labels + " >" + out)
+            .c_str());
+    EXPECT_EQ(status, 0) << model;
+    return status == 0 ? read_json(out) : nlohmann::json::object();
+  };
   // The bible's rows as eval read them, scored by PyTorch alone: the run's perplexity.
-  const std::string scored_out = dir.file("bible.out");
-  ASSERT_EQ(std::system(("/usr/bin/python3 " + script + " --json " + dir.file("m.pt") + " --features " +
-                         dir.file("features.npy") + " --labels " + dir.file("labels.npy") + " >" + scored_out)
-                            .c_str()),
-            0);
-  const auto from_python = nlohmann::json::parse(std::ifstream(scored_out));
+  const auto from_python = scored_in_python(dir.file("m.pt"), dir.file("features.npy"), dir.file("labels.npy"));
+  ASSERT_FALSE(from_python.empty());
   EXPECT_EQ(from_python["samples"], 10);
   EXPECT_NEAR(std::exp(from_python["loss"].get<double>()), measured, 1e-5 * measured);
   EXPECT_EQ(from_python["targets"], eval["test"]["targets"]);
@@ -118,13 +123,9 @@ TEST(PtrainLstmCli, ASavedModelScoresWhatTheRunMeasuredInPtrainEvalAndPython) {
   const Outcome own = run_ptrain("train --model lstm --embedding-size 8 --hidden-size 12 --bptt 12 --epochs 2 -q" +
                                  npy + " --save " + dir.file("own.pt") + " --report " + dir.file("own.json"));
   ASSERT_EQ(own.exit_code, 0) << own.err;
-  const std::string out = dir.file("python.out");
-  ASSERT_EQ(std::system(("/usr/bin/python3 " + script + " --json " + dir.file("own.pt") + " --features " +
-                         dir.file("test_x.npy") + " --labels " + dir.file("test_y.npy") + " >" + out)
-                            .c_str()),
-            0);
-  const auto python = nlohmann::json::parse(std::ifstream(out));
-  const auto own_run = report(dir.file("own.json"));
+  const auto python = scored_in_python(dir.file("own.pt"), dir.file("test_x.npy"), dir.file("test_y.npy"));
+  ASSERT_FALSE(python.empty());
+  const auto own_run = read_json(dir.file("own.json"));
   const double loss = own_run["epochs"].back()["test_loss"];
   EXPECT_EQ(python["task"], "language-model");
   EXPECT_NEAR(python["loss"].get<double>(), loss, 1e-5 * loss);

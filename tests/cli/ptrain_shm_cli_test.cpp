@@ -288,7 +288,7 @@ torch.jit.script(NoBatchOf24()).save(sys.argv[1])
 )";
 
 TEST(PtrainShmCli, ACrashedRunIsCountedAndTheSweepGoesOn) {
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+  if (!test::python_has_torch())
     GTEST_SKIP() << "/usr/bin/python3 cannot import torch (Debian: python3-torch)";
   test::ScratchDir dir;
   std::ofstream(dir.file("make.py")) << kFailingModel;

@@ -78,7 +78,7 @@ namespace {
 // first step with 75, "resume from a checkpoint", and LibTorch's words only).
 TEST(PtrainTorchScriptCli, AModelThatDoesNotFitTheDataIsRefusedBeforeTraining) {
   if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+  if (!test::python_has_torch())
     GTEST_SKIP() << "/usr/bin/python3 cannot import torch (Debian: python3-torch)";
   test::ScratchDir dir;
   std::ofstream(dir.file("make.py")) << R"(
