@@ -9,7 +9,7 @@
 #include "data/fashion_mnist.hpp"
 #include "model/model_registry.hpp"
 #include "plan/strategy_registry.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"hybrid_throughput: samples/s of ptrain hybrid training on the MLP"};

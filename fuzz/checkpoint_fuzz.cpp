@@ -36,7 +36,7 @@
 #include "run/run.hpp"
 #include "run/shared_memory_run.hpp"
 #include "run/train_config.hpp"
-#include "train/checkpoint_store.hpp"
+#include "run/checkpoint_store.hpp"
 
 namespace ptrain::fuzz {
 namespace {

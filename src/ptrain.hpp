@@ -13,6 +13,6 @@
 #include "run/run.hpp"
 #include "run/save_model.hpp"
 #include "run/world.hpp"
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 // A program that brings its own LibTorch module also includes
 // <ptrain/model/torch/torch_module_model.hpp> (torch_module()).

@@ -6,7 +6,7 @@
 
 #include "data/synthetic.hpp"
 #include "model/softmax_regression.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain::test {
 

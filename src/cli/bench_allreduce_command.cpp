@@ -22,7 +22,7 @@
 #include "core/stopwatch.hpp"
 #include "core/thread_affinity.hpp"
 #include "run/world.hpp"
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 
 namespace ptrain {
 

@@ -19,7 +19,7 @@
 #include "core/memory_size.hpp"
 #include "core/rng.hpp"
 #include "core/stopwatch.hpp"
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 
 namespace ptrain {
 

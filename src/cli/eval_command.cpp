@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "data/npy_file.hpp"
 #include "run/evaluate_saved.hpp"
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 
 namespace ptrain {
 

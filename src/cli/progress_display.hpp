@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/stopwatch.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain {
 

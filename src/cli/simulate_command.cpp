@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "perfmodel/calibration.hpp"
 #include "perfmodel/codec_costs.hpp"
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 
 namespace ptrain {
 

@@ -11,7 +11,7 @@
 #include "run/run.hpp"
 #include "run/world.hpp"
 #include "run/sweep.hpp"
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 
 namespace ptrain {
 

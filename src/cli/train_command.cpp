@@ -16,7 +16,7 @@
 #include "run/resume.hpp"
 #include "run/run.hpp"
 #include "run/world.hpp"
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 
 namespace ptrain {
 

@@ -23,7 +23,7 @@
 
 #include "plan/run_plan.hpp"
 #include "shm/async_sgd.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain {
 

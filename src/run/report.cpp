@@ -9,7 +9,7 @@
 #include "model/blas_check.hpp"
 #include "plan/plan_json.hpp"
 #include "run/build_info.hpp"
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 
 namespace ptrain {
 

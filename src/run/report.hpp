@@ -11,7 +11,7 @@
 
 #include "plan/run_plan.hpp"
 #include "run/world.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain {
 

@@ -9,7 +9,7 @@
 
 #include "core/problems.hpp"
 #include "plan/run_plan.hpp"
-#include "train/checkpoint_store.hpp"
+#include "run/checkpoint_store.hpp"
 
 namespace ptrain {
 

@@ -18,7 +18,7 @@
 #include "run/save_model.hpp"
 #include "run/shared_memory_run.hpp"
 #include "run/train_config.hpp"
-#include "train/checkpoint_store.hpp"
+#include "run/checkpoint_store.hpp"
 
 namespace ptrain {
 

@@ -13,7 +13,7 @@
 #include "plan/run_plan.hpp"
 #include "run/world.hpp"
 #include "shm/async_sgd.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain {
 

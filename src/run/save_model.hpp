@@ -7,7 +7,7 @@
 
 #include "core/problems.hpp"
 #include "plan/run_plan.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain {
 

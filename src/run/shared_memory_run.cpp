@@ -9,7 +9,7 @@
 #include "core/run_failure.hpp"
 #include "data/random_subset.hpp"
 #include "run/run.hpp"
-#include "train/checkpoint_writer.hpp"
+#include "run/checkpoint_writer.hpp"
 
 namespace ptrain {
 

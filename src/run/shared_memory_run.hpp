@@ -5,7 +5,7 @@
 #include "core/dataset.hpp"
 #include "plan/run_plan.hpp"
 #include "shm/shm_config.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain {
 

@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 #include "plan/plan_json.hpp"
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 
 namespace ptrain {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "plan/run_plan.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain {
 

@@ -11,7 +11,7 @@
 
 #include "comm/message_tags.hpp"
 #include "run/build_info.hpp"
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 
 namespace ptrain {
 

@@ -2,7 +2,7 @@
 // What the trainer takes from a plan: the strategy, the optimizer and codec it
 // really uses, the run's controls, and the plan itself for checkpoints.
 #include "plan/run_plan.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain {
 

@@ -86,7 +86,7 @@ float SequentialTurns::step(const Batch& batch, const StepInfo& info) {
   return loss;
 }
 
-std::string SequentialTurns::agree_to_stop(Communicator&, const std::string&) {
+StepStop SequentialTurns::agree_to_stop(Communicator&, const StepStop&) {
   const uint64_t step_done = local_step_ * static_cast<uint64_t>(group_.workers_);
   std::unique_lock lock(group_.mutex_);
   const bool ready = WaitDeadline(group_.turn_timeout_).wait(group_.turn_changed_, lock, [&] {
@@ -98,7 +98,8 @@ std::string SequentialTurns::agree_to_stop(Communicator&, const std::string&) {
                             "worker {} never finished turn {}",
                             comm_.rank(), static_cast<double>(group_.turn_timeout_.count()) / 1000.0, local_step_,
                             group_.turn_ % static_cast<uint64_t>(group_.workers_), group_.turn_));
-  return group_.diverged_step_ == local_step_ ? group_.diverged_why_ : std::string();
+  if (group_.diverged_why_.empty() || group_.diverged_step_ != local_step_) return {};
+  return {StepStop::Kind::Diverged, group_.diverged_why_};
 }
 
 void SequentialTurns::sync_for_evaluation() {

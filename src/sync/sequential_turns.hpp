@@ -58,7 +58,7 @@ class SequentialTurns : public WorkerStrategy {
   // Once every turn of this step is taken (the turns' own timeout): the
   // divergence recorded in one of them. `mine` is not shared: the workers
   // are threads of one process, which a worker's failure ends.
-  std::string agree_to_stop(Communicator& comm, const std::string& mine) override;
+  StepStop agree_to_stop(Communicator& comm, const StepStop& mine) override;
   // Worker 0 saves the central weights, the optimizer and the turn; every
   // worker its own step count.
   void save_state(StateWriter& out) override;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "core/error.hpp"
 
 namespace ptrain {
@@ -17,12 +19,19 @@ std::string diverged_loss(int worker, float loss, uint64_t step) {
                      step);
 }
 
-std::string WorkerStrategy::agree_to_stop(Communicator& comm, const std::string& mine) {
-  float any = mine.empty() ? 0.0f : 1.0f;
+StepStop WorkerStrategy::agree_to_stop(Communicator& comm, const StepStop& mine) {
+  float any = mine.any() ? 1.0f : 0.0f;
   comm.allreduce(std::span(&any, 1));
   if (any == 0) return {};
-  for (const auto& why : comm.allgatherv(std::as_bytes(std::span(mine.data(), mine.size()))))
-    if (!why.empty()) return {reinterpret_cast<const char*>(why.data()), why.size()};
+  // Each worker's kind as one byte, then its reason.
+  std::vector<std::byte> said(1 + mine.why.size());
+  said[0] = static_cast<std::byte>(mine.kind);
+  std::memcpy(said.data() + 1, mine.why.data(), mine.why.size());
+  for (const auto& bytes : comm.allgatherv(said)) {
+    const auto kind = static_cast<StepStop::Kind>(bytes.at(0));
+    if (kind != StepStop::Kind::None)
+      return {kind, std::string(reinterpret_cast<const char*>(bytes.data()) + 1, bytes.size() - 1)};
+  }
   return {};
 }
 

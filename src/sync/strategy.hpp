@@ -16,6 +16,14 @@
 
 namespace ptrain {
 
+// Why the workers stop after a step (WorkerStrategy::agree_to_stop).
+struct StepStop {
+  enum class Kind : uint8_t { None, Diverged, CheckpointFailed };
+  Kind kind = Kind::None;
+  std::string why;
+  bool any() const { return kind != Kind::None; }
+};
+
 // One worker's side of a strategy.
 class WorkerStrategy {
  public:
@@ -24,7 +32,12 @@ class WorkerStrategy {
   virtual void start() {}
   // One training step on this worker's batch; returns the loss of that batch.
   virtual float step(const Batch& batch, const StepInfo& info) = 0;
-  // Makes the worker's model hold the parameters to evaluate and report.
+  // Called on every worker before worker 0 evaluates or hands back the model
+  // (after each epoch, at the end): a strategy whose workers hold different
+  // parts of the model brings them together in worker 0's here. Replicas
+  // already hold the whole model.
+  virtual void gather_model() {}
+  // On worker 0: makes its model hold the parameters to evaluate and report.
   virtual void sync_for_evaluation() {}
   // What this worker's gradient codecs did so far (all zero without compression).
   virtual CodecStats codec_stats() const { return {}; }
@@ -38,10 +51,10 @@ class WorkerStrategy {
   virtual bool leave() { return false; }
   // Lockstep strategies, after every step: whether any worker must stop the
   // run at the step every worker just took (it diverged, or its checkpoint
-  // failed), and the first one's reason ("": none), the same on every worker.
-  // `mine`: this worker's reason. By default every worker is asked (an
+  // failed), and the first one's reason (kind None: none), the same on every
+  // worker. `mine`: this worker's. By default every worker is asked (an
   // all-reduce of one value on `comm`).
-  virtual std::string agree_to_stop(Communicator& comm, const std::string& mine);
+  virtual StepStop agree_to_stop(Communicator& comm, const StepStop& mine);
   // This worker's training diverged at its last step (a non-finite loss; it
   // pushed nothing). Lockstep strategies need nothing: the trainer stops every
   // worker at that step. The others end the epoch early for everyone (ssp,

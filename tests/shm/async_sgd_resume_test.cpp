@@ -10,17 +10,13 @@
 #include "core/state_stream.hpp"
 #include "counting_model.hpp"
 #include "data/synthetic.hpp"
-#include "model/softmax_regression.hpp"
 #include "shm/async_sgd.hpp"
 #include "state_records.hpp"
+#include "softmax_replicas.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
 namespace {
-
-ReplicaFactory softmax(const Dataset& data) {
-  return [&data] { return std::make_unique<SoftmaxRegression>(data.sample_numel(), data.num_classes(), 3); };
-}
 
 // Every checkpoint a run hands over, by the gradients it was taken after.
 using Taken = std::map<uint64_t, std::vector<std::byte>>;
@@ -71,17 +67,17 @@ TEST(AsyncSgdResume, SeqGoesOnFromEveryCheckpointToTheSameBits) {
   for (auto optimizer : {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::Adam}) {
     const std::string what = to_string(optimizer);
     ShmConfig c = seq_config(optimizer);
-    const AsyncSgdResult whole = run_async_sgd(c, train, train, softmax(train), {}, &all);
+    const AsyncSgdResult whole = run_async_sgd(c, train, train, test::softmax_replicas(train), {}, &all);
     // The same run with a checkpoint every 25 gradients: the same run, checks included.
     c.checkpoint_every = 25;
     Taken taken;
-    const AsyncSgdResult checkpointed = run_async_sgd(c, train, train, softmax(train), keeping(taken), &all);
+    const AsyncSgdResult checkpointed = run_async_sgd(c, train, train, test::softmax_replicas(train), keeping(taken), &all);
     expect_same(checkpointed, whole, what + ", with checkpoints");
     ASSERT_EQ(taken.size(), 4u) << what;  // after 25, 50, 75 and 100 gradients
     EXPECT_EQ(taken.begin()->first, 25u);
     for (const auto& [gradients, state] : taken) {
       const ShmResume resume{state, "checkpoint at " + std::to_string(gradients)};
-      const AsyncSgdResult resumed = run_async_sgd(c, train, train, softmax(train), {}, &all, &resume);
+      const AsyncSgdResult resumed = run_async_sgd(c, train, train, test::softmax_replicas(train), {}, &all, &resume);
       expect_same(resumed, whole, what + ", resumed after " + std::to_string(gradients));
     }
   }
@@ -93,16 +89,16 @@ TEST(AsyncSgdResume, AtEveryEpochEndAndWhereTheRunEndsWithoutACadence) {
   ShmConfig c = seq_config(OptimizerKind::Sgd);
   c.epochs = 2.5;  // epochs end after 38 and 75 gradients; the run after 94
   Taken taken;
-  const AsyncSgdResult r = run_async_sgd(c, train, train, softmax(train), keeping(taken), &all);
+  const AsyncSgdResult r = run_async_sgd(c, train, train, test::softmax_replicas(train), keeping(taken), &all);
   std::vector<uint64_t> at;
   for (const auto& [gradients, state] : taken) at.push_back(gradients);
   EXPECT_EQ(at, (std::vector<uint64_t>{38, 75, 94}));
   // The last one, resumed for a longer run, is the longer run.
   ShmConfig longer = c;
   longer.epochs = 3;
-  const AsyncSgdResult whole = run_async_sgd(longer, train, train, softmax(train), {}, &all);
+  const AsyncSgdResult whole = run_async_sgd(longer, train, train, test::softmax_replicas(train), {}, &all);
   const ShmResume resume{taken.at(94), "the last"};
-  const AsyncSgdResult resumed = run_async_sgd(longer, train, train, softmax(train), {}, &all, &resume);
+  const AsyncSgdResult resumed = run_async_sgd(longer, train, train, test::softmax_replicas(train), {}, &all, &resume);
   EXPECT_EQ(resumed.final_params, whole.final_params);
   EXPECT_EQ(resumed.gradients, whole.gradients);
   ASSERT_EQ(resumed.epochs.size(), 3u);
@@ -167,9 +163,9 @@ TEST(AsyncSgdResume, HogwildGoesOnFromItsThreadsOptimizerState) {
   c.seed = 2;
   c.checkpoint_every = 60;
   Taken taken;
-  const AsyncSgdResult whole = run_async_sgd(c, train, train, softmax(train), keeping(taken), &all);
+  const AsyncSgdResult whole = run_async_sgd(c, train, train, test::softmax_replicas(train), keeping(taken), &all);
   const ShmResume resume{taken.at(120), "after 120"};
-  const AsyncSgdResult resumed = run_async_sgd(c, train, train, softmax(train), {}, &all, &resume);
+  const AsyncSgdResult resumed = run_async_sgd(c, train, train, test::softmax_replicas(train), {}, &all, &resume);
   EXPECT_EQ(resumed.gradients, 240u);
   EXPECT_EQ(resumed.staleness.total(), resumed.totals.applied);
   ASSERT_EQ(resumed.epochs.size(), 4u);

@@ -9,15 +9,11 @@
 #include "core/error.hpp"
 #include "counting_model.hpp"
 #include "data/synthetic.hpp"
-#include "model/softmax_regression.hpp"
+#include "softmax_replicas.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
 namespace {
-
-ReplicaFactory softmax(const Dataset& data) {
-  return [&data] { return std::make_unique<SoftmaxRegression>(data.sample_numel(), data.num_classes(), 3); };
-}
 
 ShmConfig config_for(ShmAlgorithm algorithm, int threads) {
   ShmConfig c;
@@ -38,7 +34,7 @@ TEST(AsyncSgd, EveryAlgorithmTrainsTheNativeModelToTheTarget) {
     SCOPED_TRACE(name);
     ShmConfig c = config_for(algorithm, algorithm == ShmAlgorithm::Seq ? 1 : 3);
     c.target_loss = 0.15;
-    const AsyncSgdResult r = run_async_sgd(c, data, data, softmax(data));
+    const AsyncSgdResult r = run_async_sgd(c, data, data, test::softmax_replicas(data));
     EXPECT_EQ(r.stopped_by, "target");
     ASSERT_TRUE(r.seconds_to_target.has_value());
     EXPECT_LE(r.final_loss, 0.15);
@@ -57,13 +53,13 @@ TEST(AsyncSgd, SequentialRunIsDeterministic) {
   const Dataset data = make_gaussian_clusters(300, 6, 3, 2);
   ShmConfig c = config_for(ShmAlgorithm::Seq, 1);
   c.epochs = 2;
-  const AsyncSgdResult a = run_async_sgd(c, data, data, softmax(data));
-  const AsyncSgdResult b = run_async_sgd(c, data, data, softmax(data));
+  const AsyncSgdResult a = run_async_sgd(c, data, data, test::softmax_replicas(data));
+  const AsyncSgdResult b = run_async_sgd(c, data, data, test::softmax_replicas(data));
   EXPECT_EQ(a.final_params, b.final_params);
   EXPECT_EQ(a.stopped_by, "epochs");
   EXPECT_EQ(a.gradients, static_cast<uint64_t>(std::ceil(2.0 * 300 / 8)));
   c.seed = 10;
-  EXPECT_NE(run_async_sgd(c, data, data, softmax(data)).final_params, a.final_params);
+  EXPECT_NE(run_async_sgd(c, data, data, test::softmax_replicas(data)).final_params, a.final_params);
 }
 
 TEST(AsyncSgd, DivergenceEndsTheRunAndIsReported) {
@@ -73,7 +69,7 @@ TEST(AsyncSgd, DivergenceEndsTheRunAndIsReported) {
     ShmConfig c = config_for(algorithm, 2);
     c.optimizer.lr = 1e6f;
     c.diverge_above = 50;
-    const AsyncSgdResult r = run_async_sgd(c, data, data, softmax(data));
+    const AsyncSgdResult r = run_async_sgd(c, data, data, test::softmax_replicas(data));
     EXPECT_TRUE(r.diverged);
     EXPECT_EQ(r.stopped_by, "diverged");
     EXPECT_FALSE(r.diverged_why.empty());
@@ -141,18 +137,18 @@ TEST(AsyncSgd, AThreadsErrorStopsTheRunAndNamesTheThread) {
 TEST(AsyncSgd, RejectsImpossibleOptions) {
   const Dataset data = make_gaussian_clusters(64, 2, 2, 1);
   ShmConfig c = config_for(ShmAlgorithm::Seq, 2);
-  EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, softmax(data)); }),
+  EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, test::softmax_replicas(data)); }),
             "run.workers must be 1: seq runs one thread (got 2)");
   c = config_for(ShmAlgorithm::Mutex, 2);
   c.persistence = 3;
-  EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, softmax(data)); }),
+  EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, test::softmax_replicas(data)); }),
             "strategy.persistence applies to leashed only (got strategy mutex)");
   c = config_for(ShmAlgorithm::Leashed, 0);
-  EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, softmax(data)); }),
+  EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, test::softmax_replicas(data)); }),
             "run.workers must be at least 1 (got 0)");
   c = config_for(ShmAlgorithm::Leashed, 2);
   c.backoff = {BackoffKind::Exponential, 10, 5};
-  EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, softmax(data)); }),
+  EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, test::softmax_replicas(data)); }),
             "strategy.backoff_max must be at least strategy.backoff_min (10 us) (got 5)");
 }
 

@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 #include "test_models.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain {
 namespace {

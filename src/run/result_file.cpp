@@ -1,4 +1,4 @@
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 
 #include <cstdio>
 

@@ -11,7 +11,7 @@
 #include "simulated_ranks.hpp"
 #include "sync/hybrid_allreduce.hpp"
 #include "test_models.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain {
 namespace {

@@ -6,7 +6,7 @@
 #include "comm/mpi_communicator.hpp"
 #include "test_models.hpp"
 #include "test_support.hpp"
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 namespace ptrain {
 namespace {

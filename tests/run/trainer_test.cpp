@@ -1,4 +1,4 @@
-#include "train/trainer.hpp"
+#include "run/trainer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include "test_models.hpp"
 #include "test_support.hpp"
 #include "run/report.hpp"
-#include "train/run_report.hpp"
+#include "run/result_file.hpp"
 
 namespace ptrain {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/checkpoint_store.hpp"
+#include "run/checkpoint_store.hpp"
 
 #include <sys/stat.h>
 

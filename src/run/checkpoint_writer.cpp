@@ -1,4 +1,4 @@
-#include "train/checkpoint_writer.hpp"
+#include "run/checkpoint_writer.hpp"
 
 #include <fmt/format.h>
 

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "core/run_failure.hpp"
-#include "train/checkpoint_store.hpp"
+#include "run/checkpoint_store.hpp"
 
 namespace ptrain {
 
