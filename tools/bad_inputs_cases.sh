@@ -90,6 +90,11 @@ new_case; expect option "--staleness -1" 2 "--staleness" -- "$ptrain" train @SHO
 new_case; expect -q option "--servers -1" 2 "--servers" -- "$ptrain" train @SHORT@ --strategy ps-sync --servers -1
 new_case; expect option "--servers 100000" 2 "--servers" -- "$ptrain" train @SHORT@ --strategy ps-sync --servers 100000
 new_case; expect option "--backup 2 of 2 workers" 2 "--backup" -- "$ptrain" train @SHORT@ --strategy ps-backup --backup 2
+new_case; expect option "--microbatches 0" 2 "--microbatches" -- "$ptrain" train @SHORT@ --microbatches 0
+new_case; expect option "--microbatches 33 of a batch of 32" 2 "--microbatches: 33 micro-batches" -- \
+  "$ptrain" train @SHORT@ --microbatches 33
+new_case; expect option "--microbatches 2 with a shared-memory strategy" 2 "--microbatches applies to the trainer" -- \
+  "$ptrain" train @SHORT@ --microbatches 2 --strategy hogwild
 new_case; expect -q option "--lr-decay step without milestones" 2 "--lr-milestones" -- "$ptrain" train @SHORT@ --lr-decay step
 new_case; expect option "--lr-milestones 2,1 (decreasing)" 2 "--lr-milestones must increase" -- \
   "$ptrain" train @SHORT@ --lr-decay step --lr-milestones 2,1 --epochs 3

@@ -110,6 +110,7 @@ constexpr RunFieldTrait kRunFieldTraits[] = {
     {"--backend", distributed, "strategies that run as MPI ranks"},
     {"--straggler", trainer_strategy, "the trainer's strategies"},
     {"--log-every", trainer_strategy, "the trainer's strategies"},
+    {"--microbatches", trainer_strategy, "the trainer's strategies"},
 };
 
 // Every flag the command offers, with the defaults of `defaults`. A run field

@@ -1,5 +1,7 @@
 #include "core/dataset.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "core/error.hpp"
@@ -103,6 +105,25 @@ void Batch::gather(const Dataset& data, std::span<const size_t> indices) {
     auto y = data.targets(indices[k]);
     std::copy(y.begin(), y.end(), labels.begin() + static_cast<std::ptrdiff_t>(k * t));
   }
+}
+
+void Batch::slice_into(size_t begin, size_t end, Batch& out) const {
+  if (begin > end || end > count)
+    throw Error(fmt::format("batch: samples [{}, {}) of a batch of {}", begin, end, count));
+  const size_t d = count > 0 ? features.size() / count : 0, t = count > 0 ? labels.size() / count : 0;
+  out.sample_shape = sample_shape;
+  out.label_shape = label_shape;
+  out.count = end - begin;
+  out.stream = stream;
+  if (indices.size() == count)  // a batch built by hand may not say which samples it holds
+    out.indices.assign(indices.begin() + static_cast<std::ptrdiff_t>(begin),
+                       indices.begin() + static_cast<std::ptrdiff_t>(end));
+  else
+    out.indices.clear();
+  out.features.assign(features.begin() + static_cast<std::ptrdiff_t>(begin * d),
+                      features.begin() + static_cast<std::ptrdiff_t>(end * d));
+  out.labels.assign(labels.begin() + static_cast<std::ptrdiff_t>(begin * t),
+                    labels.begin() + static_cast<std::ptrdiff_t>(end * t));
 }
 
 }  // namespace ptrain

@@ -100,6 +100,8 @@ struct Batch {
 
   // Refills this batch with the given samples of a data set (reuses its memory).
   void gather(const Dataset& data, std::span<const size_t> indices);
+  // Refills `out` with samples [begin, end) of this batch (reuses its memory).
+  void slice_into(size_t begin, size_t end, Batch& out) const;
 };
 
 }  // namespace ptrain

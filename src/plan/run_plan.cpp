@@ -133,6 +133,14 @@ Problems check_plan(const RunPlan& plan) {
                                              "run on a GPU",
                                              run.device));
   }
+  if (run.batch >= 1 && run.microbatches > run.batch)
+    problems.add("run.microbatches", fmt::format(": {} micro-batches need a batch of at least {} samples per worker "
+                                                 "(run.batch is {})",
+                                                 run.microbatches, run.microbatches, run.batch));
+  if (run.microbatches > 1 && shared_memory_config(plan.strategy))
+    problems.add("run.microbatches", fmt::format("applies to the trainer's workers; the shared-memory strategy {} "
+                                                 "applies each thread's gradient as it comes",
+                                                 strategy));
   if (run.straggler_rank < 0 && run.straggler_factor != 1)
     problems.add("run.straggler_factor", "applies only with a straggler (run.straggler_rank)");
   check_lr_schedule(run, problems);

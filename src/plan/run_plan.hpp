@@ -57,6 +57,7 @@ struct RunControls {
   int local_workers = 1;  // mpi: worker threads in each rank (worker rank x T + t)
   Transport transport = Transport::Auto;  // mpi: what carries the all-reduces between ranks
   size_t batch = 32;  // per worker
+  size_t microbatches = 1;  // each worker's batch in this many parts, their gradients summed before the exchange
   double epochs = 3;  // passes over the training set; fractions allowed
   size_t max_steps = 0;  // steps per worker at most (0: no limit)
   LrDecay lr_decay = LrDecay::Constant;  // how the optimizer's lr changes with the epoch (optim/lr_schedule.hpp)
@@ -98,6 +99,11 @@ struct RunControls {
           "hosts and the strategy has no parameter servers, else mpi)",
           Range{});
     visit("batch", s.batch, "mini-batch size per worker", Range::at_least(1));
+    visit("microbatches", s.microbatches,
+          "gradient accumulation: each worker takes its batch as this many micro-batches, one after another, and "
+          "sums their gradients (each weighted by its share of the samples) before one exchange; the update is the "
+          "whole batch's, with one micro-batch's activations at a time",
+          Range::between(1, 1 << 20));
     visit("epochs", s.epochs, "passes over the training set (fractions allowed)", Range{0, 1e6, true, false});
     visit("max_steps", s.max_steps, "stop after this many steps per worker (0: no limit)", Range{});
     visit("lr_decay", s.lr_decay,

@@ -14,6 +14,7 @@ TrainConfig train_config(const RunPlan& plan, int workers) {
   c.strategy.time_limit_seconds = run.time_limit;
   c.workers = workers;
   c.batch = run.batch;
+  c.microbatches = run.microbatches;
   c.epochs = run.epochs;
   c.max_steps = run.max_steps;
   c.seed = run.seed;

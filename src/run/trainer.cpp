@@ -49,6 +49,13 @@ void validate(const TrainConfig& c, const Dataset& train_set) {
   if (!(c.epochs > 0) && c.max_steps == 0) throw Error("run.epochs must be > 0 (or run.max_steps set)");
   if (!c.make_strategy) throw Error("train: no strategy given");
   if (train_set.size() == 0) throw Error("training set '" + train_set.name() + "' is empty");
+  if (c.microbatches < 1 || c.microbatches > c.batch)
+    throw Error(fmt::format("run.microbatches: {} micro-batches of a batch of {} (1 to the batch)", c.microbatches,
+                            c.batch));
+  if (c.microbatches > 1 && train_set.stream())
+    throw Error(fmt::format("run.microbatches: {} is a token stream, whose rows carry the model's state from one "
+                            "batch to the next; micro-batches would restart it (use 1)",
+                            train_set.name()));
   // The batch against the shard is checked by ShardedSampler, which run_shape()
   // builds before any replica exists.
 }

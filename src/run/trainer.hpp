@@ -24,6 +24,7 @@ struct TrainConfig {
   StrategyConfig strategy;        // what the run gives it: optimizer, codec, ...
   int workers = 1;
   size_t batch = 64;  // per worker
+  size_t microbatches = 1;  // each step's batch as this many micro-batches, gradients summed (model/microbatch_model.hpp)
   double epochs = 1;  // fractions allowed: the run then ends within its last epoch
   uint64_t seed = 42;     // data order (the model's init seed is in its own config)
   size_t max_steps = 0;   // stop after this many steps in all (0: run every epoch to the end)

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
+#include "model/microbatch_model.hpp"
 #include "run/epoch_summary.hpp"
 #include "run/straggler_model.hpp"
 #include "run/trainer.hpp"
@@ -16,10 +17,15 @@ namespace ptrain {
 
 namespace {
 
-std::unique_ptr<Model> straggler_for(const TrainConfig& config, int rank, Model& replica) {
+std::unique_ptr<Model> microbatches_for(const TrainConfig& config, Model& replica) {
+  if (config.microbatches <= 1) return nullptr;
+  return std::make_unique<MicrobatchModel>(replica, config.microbatches);
+}
+
+std::unique_ptr<Model> straggler_for(const TrainConfig& config, int rank, Model& inner) {
   if (rank != config.straggler_rank) return nullptr;
   // Sleeps past twice the timeout only delay the end.
-  return std::make_unique<StragglerModel>(replica, config.straggler_factor, 2 * config.comm_timeout);
+  return std::make_unique<StragglerModel>(inner, config.straggler_factor, 2 * config.comm_timeout);
 }
 
 // Every worker's `mine`, in rank order (a plain value).
@@ -51,8 +57,9 @@ WorkerLoop::WorkerLoop(const TrainConfig& config, const RunShape& shape, const D
       rank_(comm.rank()),
       workers_(comm.size()),
       timeline_(fmt::format("worker {}", rank_)),
-      straggler_(straggler_for(config, rank_, replica)),
-      model_(straggler_ ? *straggler_ : replica),
+      microbatches_(microbatches_for(config, replica)),
+      straggler_(straggler_for(config, rank_, microbatches_ ? *microbatches_ : replica)),
+      model_(straggler_ ? *straggler_ : microbatches_ ? *microbatches_ : replica),
       side_(with_servers ? strategy.for_worker_with_servers(model_, comm, *with_servers)
                          : strategy.for_worker(model_, comm)),
       sampler_(train_set.size(), static_cast<size_t>(workers_), static_cast<size_t>(rank_), config.batch,

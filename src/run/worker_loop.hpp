@@ -65,8 +65,9 @@ class WorkerLoop {
   RunResult& result_;
   const int rank_, workers_;
   TimelineThread timeline_;
-  std::unique_ptr<Model> straggler_;  // wraps the replica on the straggling worker
-  Model& model_;                      // what the strategy trains: the replica, or its straggler
+  std::unique_ptr<Model> microbatches_;  // wraps the replica when each step takes several micro-batches
+  std::unique_ptr<Model> straggler_;     // wraps that on the straggling worker
+  Model& model_;                         // what the strategy trains: the outermost of these
   std::unique_ptr<WorkerStrategy> side_;
   ShardedSampler sampler_;
   DataCursor cursor_;

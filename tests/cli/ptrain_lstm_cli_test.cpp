@@ -158,6 +158,8 @@ TEST(PtrainLstmCli, BadInputsAreOneLineEach) {
       {"train --model lstm --train-samples 100", "model lstm: a language model needs token sequences"},
       {"train --model lstm --classes 8" + tokens, "token id 9 at index 2 is outside the vocabulary [0, 8)"},
       {"train --data-set bible --vocabulary 2", "--vocabulary"},
+      {"train --data-set bible --characters --microbatches 2 --batch 4",
+       "--microbatches: bible-characters-train is a token stream, whose rows carry the model's state"},
   });
 }
 

@@ -76,6 +76,22 @@ TEST(RunPlan, InapplicableCombinationsAreRefusedWithTheReason) {
   EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
 }
 
+TEST(RunPlan, MicrobatchesNeedABatchAsLargeAndTheTrainersWorkers) {
+  RunPlan plan;
+  plan.run.batch = 8;
+  plan.run.microbatches = 8;
+  EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
+  plan.run.microbatches = 9;
+  EXPECT_EQ(check_plan(plan).joined(),
+            "run.microbatches: 9 micro-batches need a batch of at least 9 samples per worker (run.batch is 8)");
+  plan.run.microbatches = 2;
+  plan.strategy = HogwildOptions{};
+  EXPECT_NE(check_plan(plan).joined().find("run.microbatches applies to the trainer's workers; the shared-memory "
+                                           "strategy hogwild applies each thread's gradient as it comes"),
+            std::string::npos)
+      << check_plan(plan).joined();
+}
+
 // Gloo carries MPI ranks' all-reduces: not for threads, not for parameter servers.
 TEST(RunPlan, GlooTransportNeedsRanksAndAStrategyWithoutServers) {
   RunPlan plan;

@@ -32,15 +32,8 @@ namespace {
 using test::data_only;
 
 
-RunPlan small_plan() {
-  RunPlan plan;
-  plan.model = SoftmaxOptions{};
-  plan.data_controls.standardize = false;
-  plan.run.workers = 3;
-  plan.run.batch = 8;
-  plan.run.epochs = 2;  // 30 steps an epoch
-  plan.run.pin = false;
-  plan.run.comm_timeout = 30;
+RunPlan resumable_plan() {
+  RunPlan plan = test::softmax_plan(3, 8, 2);  // 30 steps an epoch
   plan.run.seed = 11;
   return plan;
 }
@@ -101,7 +94,7 @@ void expect_exact_resume(RunPlan plan, const std::string& what, size_t every = 7
 TEST(CheckpointResume, HybridWithEveryCodecAndOptimizerEndsWithTheSameBits) {
   for (auto codec : CodecRegistry::names())
     for (auto optimizer : OptimizerRegistry::names()) {
-      RunPlan plan = small_plan();
+      RunPlan plan = resumable_plan();
       plan.codec = *CodecRegistry::make(codec);
       plan.optimizer = *OptimizerRegistry::make(optimizer);
       std::visit([](auto& o) { o.lr = 0.05f; }, plan.optimizer);
@@ -118,7 +111,7 @@ TEST(CheckpointResume, HybridWithEveryCodecAndOptimizerEndsWithTheSameBits) {
 
 TEST(CheckpointResume, SequentialEndsWithTheSameBits) {
   for (auto optimizer : OptimizerRegistry::names()) {
-    RunPlan plan = small_plan();
+    RunPlan plan = resumable_plan();
     plan.strategy = SequentialOptions{};
     plan.optimizer = *OptimizerRegistry::make(optimizer);
     expect_exact_resume(plan, "sequential x " + std::string(optimizer));
@@ -130,7 +123,7 @@ TEST(CheckpointResume, PsSyncWithEveryCodecEndsWithTheSameBits) {
   // parameters, optimizer, decoder and counters, and shard 0's coordinator.
   for (auto codec : CodecRegistry::names())
     for (int servers : {1, 2}) {
-      RunPlan plan = small_plan();
+      RunPlan plan = resumable_plan();
       PsSyncOptions ps;
       ps.servers = servers;
       plan.strategy = ps;
@@ -181,7 +174,7 @@ void expect_resume_at_epoch_end(RunPlan plan, const std::string& what) {
 }
 
 TEST(CheckpointResume, PsBackupSspAndAsyncResumeAtEpochEnds) {
-  RunPlan plan = small_plan();
+  RunPlan plan = resumable_plan();
   plan.strategy = PsBackupOptions{};
   expect_resume_at_epoch_end(plan, "ps-backup");
   SspOptions ssp;
@@ -195,17 +188,17 @@ TEST(CheckpointResume, PsBackupSspAndAsyncResumeAtEpochEnds) {
 }
 
 TEST(CheckpointResume, AtEpochEndsAndFromTheLastCheckpointOfARunThatEnded) {
-  RunPlan plan = small_plan();
+  RunPlan plan = resumable_plan();
   plan.codec = DgcOptions{};
   expect_exact_resume(plan, "every epoch", 30, 45);  // the checkpoint at step 30 ends epoch 1
 
   // A finished run's last checkpoint, resumed with more epochs, is the longer run.
   const LoadedData data = test::small_clusters();
   test::ScratchDir dir;
-  RunPlan longer = small_plan();
+  RunPlan longer = resumable_plan();
   longer.run.epochs = 3;
   const Outcome whole = run_plan(longer, data);
-  RunPlan first = small_plan();
+  RunPlan first = resumable_plan();
   first.run.checkpoint_dir = dir.file("c");  // at the end of every epoch
   run_plan(first, data);
   EXPECT_EQ(newest_checkpoint(first.run.checkpoint_dir).step, 60u);
@@ -217,7 +210,7 @@ TEST(CheckpointResume, AtEpochEndsAndFromTheLastCheckpointOfARunThatEnded) {
 TEST(CheckpointResume, ACorruptNewestCheckpointFallsBackToTheOneBefore) {
   const LoadedData data = test::small_clusters();
   test::ScratchDir dir;
-  RunPlan plan = small_plan();
+  RunPlan plan = resumable_plan();
   const Outcome whole = run_plan(plan, data);
   plan.run.checkpoint_dir = dir.file("c");
   plan.run.checkpoint_every = Cadence{10, 0};
@@ -294,7 +287,7 @@ TEST(CheckpointResume, AFailedCheckpointStopsTheRunWithTheOnesBeforeIntactAndNot
   // fails on worker 0 alone, after the others wrote their parts. The workers
   // agree on it before the next step: none takes step 16.
   const LoadedData data = test::small_clusters();
-  RunPlan plan = small_plan();
+  RunPlan plan = resumable_plan();
   plan.codec = DgcOptions{};
   const Outcome whole = run_plan(plan, data);
   test::ScratchDir dir;
@@ -362,7 +355,7 @@ TEST(CheckpointResume, AFailedCheckpointStopsTheRunWithTheOnesBeforeIntactAndNot
 TEST(CheckpointResume, RefusesAPlanTheStateCannotFollow) {
   const LoadedData data = test::small_clusters();
   test::ScratchDir dir;
-  RunPlan plan = small_plan();
+  RunPlan plan = resumable_plan();
   plan.run.checkpoint_dir = dir.file("c");
   run_plan(plan, data);
   RunPlan other = plan;
@@ -408,7 +401,7 @@ void rewrite_worker_1(const std::string& dir, const std::function<void(Records&)
 TEST(CheckpointResume, RefusesPartsThatDoNotFitTogetherAtOnce) {
   const LoadedData data = test::small_clusters();
   for (const bool sequential : {false, true}) {
-    RunPlan plan = small_plan();
+    RunPlan plan = resumable_plan();
     if (sequential) plan.strategy = SequentialOptions{};
     plan.run.comm_timeout = 2;
     test::ScratchDir dir;
@@ -460,7 +453,7 @@ TEST(CheckpointResume, RefusesPartsThatDoNotFitTogetherAtOnce) {
 // on main), and refuse a part inside an epoch, which they never write.
 TEST(CheckpointResume, WorkersAtTheirOwnStepsResumeOnlyAtEpochEnds) {
   const LoadedData data = test::small_clusters();
-  RunPlan plan = small_plan();
+  RunPlan plan = resumable_plan();
   plan.strategy = AsyncOptions{};
   plan.run.comm_timeout = 2;
   test::ScratchDir dir;
@@ -502,12 +495,12 @@ TEST(CheckpointResume, EveryStrategyCheckpointsAndTheCadenceNeedsADirectory) {
   for (auto name : StrategyRegistry::names()) EXPECT_TRUE(checkpoints(*StrategyRegistry::make(name))) << name;
   EXPECT_EQ(strategies_with_checkpoints(),
             "hybrid, sequential, ps-sync, ps-backup, ssp, async, seq, mutex, rwlock, hogwild and leashed");
-  RunPlan plan = small_plan();
+  RunPlan plan = resumable_plan();
   plan.strategy = HogwildOptions{};
   plan.run.checkpoint_dir = "/tmp/never";
   plan.run.checkpoint_every = Cadence{0, 30};
   EXPECT_TRUE(check_plan(plan).empty()) << check_plan(plan).joined();
-  plan = small_plan();
+  plan = resumable_plan();
   plan.run.checkpoint_every = Cadence{100, 0};
   EXPECT_NE(check_plan(plan).joined().find("run.checkpoint_every applies only with a checkpoint directory"),
             std::string::npos);

@@ -9,6 +9,7 @@
 #include "run/report.hpp"
 #include "run/world.hpp"
 #include "run/run_fixtures.hpp"
+#include "test_models.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
@@ -19,17 +20,7 @@ using test::data_only;
 // The test set is drawn from the same clusters (the seed fixes them); the first 960 samples train.
 LoadedData clusters_1200() { return test::clusters(1200, 960, 12, 3, 21); }
 
-RunPlan small_plan() {
-  RunPlan plan;
-  plan.model = SoftmaxOptions{};
-  plan.data_controls.standardize = false;
-  plan.run.workers = 3;
-  plan.run.batch = 8;
-  plan.run.epochs = 2;
-  plan.run.pin = false;
-  plan.run.comm_timeout = 30;
-  return plan;
-}
+RunPlan small_plan() { return test::softmax_plan(3, 8, 2); }
 
 // every strategy x optimizer pair, the shared-memory ones included,
 // either trains (the loss falls) or is refused with one line that names the reason.
@@ -188,6 +179,22 @@ TEST(Run, ACheckpointDirectoryThatCannotBeWrittenIsRefusedBeforeTraining) {
     const std::string message = test::error_message([&] { run(plan, world, {}, data_only(clusters_1200())); });
     EXPECT_EQ(message.rfind("run.checkpoint_dir: checkpoint directory " + where + ": ", 0), 0u) << message;
   }
+}
+
+// Gradient accumulation: each worker's batch of 8 as 2 micro-batches of 4
+// takes the whole batch's update, up to rounding; a token stream is refused.
+TEST(Run, MicrobatchesTakeTheWholeBatchesUpdate) {
+  RunPlan plan = small_plan();
+  World world = make_world(plan);
+  const RunResult whole = run(plan, world, {}, test::data_only(clusters_1200()));
+  plan.run.microbatches = 2;
+  const RunResult accumulated = run(plan, world, {}, test::data_only(clusters_1200()));
+  EXPECT_EQ(accumulated.steps, whole.steps);
+  EXPECT_NE(accumulated.final_params, whole.final_params);  // the rounding tells that the halves were taken
+  EXPECT_LT(test::max_relative_difference(accumulated.final_params, whole.final_params), 1e-4);
+  plan.run.microbatches = 3;
+  const RunResult three = run(plan, world, {}, test::data_only(clusters_1200()));
+  EXPECT_LT(test::max_relative_difference(three.final_params, whole.final_params), 1e-4);
 }
 
 }  // namespace
