@@ -28,9 +28,11 @@ std::unique_ptr<Model> straggler_for(const TrainConfig& config, int rank, Model&
   return std::make_unique<StragglerModel>(inner, config.straggler_factor, 2 * config.comm_timeout);
 }
 
-// Every worker's `mine`, in rank order (a plain value).
+// Every worker's `mine`, in rank order (a plain value). A copy: the others
+// read it while this worker's collective updates what it was copied from
+// (a communicator's own counters).
 template <class T>
-std::vector<T> from_every_worker(Communicator& comm, const T& mine) {
+std::vector<T> from_every_worker(Communicator& comm, const T mine) {
   std::vector<T> all;
   for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span<const T>(&mine, 1)))) {
     T value;
