@@ -5,8 +5,11 @@
 
 #include <atomic>
 #include <fstream>
+#include <numeric>
 #include <random>
 #include <stdexcept>
+
+#include "data/synthetic.hpp"
 
 namespace ptrain::test {
 
@@ -55,6 +58,20 @@ FlatLayout layout_of(const std::vector<int64_t>& sizes) {
   FlatLayout layout;
   for (size_t i = 0; i < sizes.size(); ++i) layout.add("t" + std::to_string(i), {sizes[i]});
   return layout;
+}
+
+Batch first_samples(const Dataset& data, size_t n) {
+  std::vector<size_t> which(n);
+  std::iota(which.begin(), which.end(), 0);
+  Batch batch;
+  batch.gather(data, which);
+  return batch;
+}
+
+Batch image_batch(size_t n, uint64_t seed) {
+  Batch batch = first_samples(make_gaussian_clusters(n, 28 * 28, 10, seed), n);
+  batch.sample_shape = {1, 28, 28};
+  return batch;
 }
 
 }  // namespace ptrain::test

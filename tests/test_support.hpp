@@ -10,6 +10,7 @@
 #include <functional>
 #include <iterator>
 
+#include "core/dataset.hpp"
 #include "core/error.hpp"
 #include "core/flat_layout.hpp"
 #include "plan/strategy_registry.hpp"
@@ -40,6 +41,10 @@ std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims, const std::vec
                                uint8_t type = 0x08);
 // A layout of one-dimensional tensors t0, t1, ... of these sizes.
 FlatLayout layout_of(const std::vector<int64_t>& sizes);
+// The first `n` samples of a data set, as one batch.
+Batch first_samples(const Dataset& data, size_t n);
+// `n` Gaussian-cluster samples of 10 classes (seed `seed`) shaped as 1x28x28 images, as one batch.
+Batch image_batch(size_t n, uint64_t seed);
 // How many entries a directory holds (what a failed write must not leave behind).
 inline size_t entries_in(const std::filesystem::path& dir) {
   return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()));

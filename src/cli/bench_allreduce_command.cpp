@@ -11,6 +11,7 @@
 
 #include "cli/byte_size.hpp"
 #include "cli/path_option.hpp"
+#include "comm/allgather_values.hpp"
 #include "comm/allreduce_algorithms.hpp"
 #include "comm/gloo_communicator.hpp"
 #include "comm/hierarchical_communicator.hpp"
@@ -135,14 +136,7 @@ Measurement measure_rank_or_threads(MpiCommunicator& comm, WorkerLinks& threads,
 
 Measurement measure_mpi(MpiCommunicator& comm, WorkerLinks& threads, size_t floats, AllreduceAlgorithm algorithm,
                         int iters, int warmup) {
-  const Measurement mine = measure_rank_or_threads(comm, threads, floats, algorithm, iters, warmup);
-  std::vector<Measurement> all;
-  for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span<const Measurement>(&mine, 1)))) {
-    Measurement m;
-    std::memcpy(&m, bytes.data(), sizeof m);
-    all.push_back(m);
-  }
-  return combine(all);
+  return combine(allgather_value(comm, measure_rank_or_threads(comm, threads, floats, algorithm, iters, warmup)));
 }
 
 // STREAM's Copy kernel, on every rank at once: the rate at which each can
@@ -164,19 +158,8 @@ double copy_bytes_per_second(Communicator& comm, size_t bytes, int iters) {
   return 2.0 * static_cast<double>(floats * sizeof(float)) * iters / seconds;
 }
 
-// Every rank's copy rate, on rank 0 (the others get an empty vector).
-std::vector<double> gather_rates(Communicator& comm, double mine) {
-  std::vector<double> rates;
-  for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span<const double>(&mine, 1)))) {
-    double r = 0;
-    std::memcpy(&r, bytes.data(), sizeof r);
-    rates.push_back(r);
-  }
-  return rates;
-}
-
 std::vector<double> measure_copy(MpiCommunicator* mpi, int ranks, size_t bytes, int iters) {
-  if (mpi) return gather_rates(*mpi, copy_bytes_per_second(*mpi, bytes, iters));
+  if (mpi) return allgather_value(*mpi, copy_bytes_per_second(*mpi, bytes, iters));  // every rank's rate
   std::vector<double> rates(static_cast<size_t>(ranks));
   on_local_ranks(ranks, [&](LocalCommunicator& comm) {
     rates[static_cast<size_t>(comm.rank())] = copy_bytes_per_second(comm, bytes, iters);

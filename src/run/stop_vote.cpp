@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstring>
-#include <vector>
 
+#include "comm/allgather_values.hpp"
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 #include "sync/strategy.hpp"
@@ -27,17 +26,11 @@ std::string step_divergence(int rank, float loss, size_t step, uint64_t saturate
 }
 
 std::string run_stop_verdict(Communicator& comm, const WorkerStatus& mine) {
-  // Each worker's kind as one byte, then its reason.
-  std::vector<std::byte> said(1 + mine.why.size());
-  said[0] = static_cast<std::byte>(mine.kind);
-  std::memcpy(said.data() + 1, mine.why.data(), mine.why.size());
   std::string first_diverged_and_left, first_left, test;
   bool all_left = true;
-  for (const auto& bytes : comm.allgatherv(said)) {
+  for (const auto& [kind, why] : allgather_kind_and_text(comm, static_cast<uint8_t>(mine.kind), mine.why)) {
     using Kind = WorkerStatus::Kind;
-    const auto kind = static_cast<Kind>(bytes.at(0));
-    const std::string why(reinterpret_cast<const char*>(bytes.data()) + 1, bytes.size() - 1);
-    switch (kind) {
+    switch (static_cast<Kind>(kind)) {
       case Kind::Diverged:
         return why;
       case Kind::TestDiverged:

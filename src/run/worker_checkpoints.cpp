@@ -1,8 +1,8 @@
 #include "run/worker_checkpoints.hpp"
 
-#include <algorithm>
-#include <cstring>
+#include <numeric>
 
+#include "comm/allgather_values.hpp"
 #include "core/run_failure.hpp"
 #include "core/timeline.hpp"
 #include "run/trainer.hpp"
@@ -20,13 +20,8 @@ std::string first_reason(Communicator& comm, const std::string& mine) {
 
 // The steps all workers took together.
 uint64_t steps_of_all(Communicator& comm, uint64_t mine) {
-  uint64_t all = 0;
-  for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span(&mine, 1)))) {
-    uint64_t s = 0;
-    std::memcpy(&s, bytes.data(), std::min(bytes.size(), sizeof s));
-    all += s;
-  }
-  return all;
+  const std::vector<uint64_t> steps = allgather_value(comm, mine);
+  return std::accumulate(steps.begin(), steps.end(), uint64_t{0});
 }
 
 }  // namespace

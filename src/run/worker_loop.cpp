@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
+#include "comm/allgather_values.hpp"
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 #include "model/microbatch_model.hpp"
@@ -26,20 +26,6 @@ std::unique_ptr<Model> straggler_for(const TrainConfig& config, int rank, Model&
   if (rank != config.straggler_rank) return nullptr;
   // Sleeps past twice the timeout only delay the end.
   return std::make_unique<StragglerModel>(inner, config.straggler_factor, 2 * config.comm_timeout);
-}
-
-// Every worker's `mine`, in rank order (a plain value). A copy: the others
-// read it while this worker's collective updates what it was copied from
-// (a communicator's own counters).
-template <class T>
-std::vector<T> from_every_worker(Communicator& comm, const T mine) {
-  std::vector<T> all;
-  for (const auto& bytes : comm.allgatherv(std::as_bytes(std::span<const T>(&mine, 1)))) {
-    T value;
-    std::memcpy(&value, bytes.data(), sizeof value);
-    all.push_back(value);
-  }
-  return all;
 }
 
 }  // namespace
@@ -262,9 +248,9 @@ void WorkerLoop::finish() {
 
 // Every worker's byte counters, codec counts, steps and departure, to worker 0.
 void WorkerLoop::gather_totals() {
-  const auto comm = from_every_worker(comm_, with_servers_ ? with_servers_->stats() : comm_.stats());
-  const auto codec = from_every_worker(comm_, side_->codec_stats());
-  const auto steps = from_every_worker(comm_, static_cast<uint64_t>(position_.step));
+  const auto comm = allgather_value(comm_, with_servers_ ? with_servers_->stats() : comm_.stats());
+  const auto codec = allgather_value(comm_, side_->codec_stats());
+  const auto steps = allgather_value(comm_, static_cast<uint64_t>(position_.step));
   const auto left = comm_.allgatherv(std::as_bytes(std::span<const char>(left_why_)));
   if (rank_ != 0) return;
   result_.codec = codec;

@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cstring>
-
+#include "comm/allgather_values.hpp"
 #include "core/error.hpp"
 #include "run/checkpoint_store.hpp"
 #include "run/trainer.hpp"
@@ -33,13 +31,6 @@ void load_result(StateReader& in, RunResult& r) {
 // Worker 0 alone saves what replicas share.
 bool holds_shared(const WorkerParts& parts) { return parts.rank == 0 || !parts.side.replicated(); }
 
-// A worker's step as allgatherv hands it to the others.
-uint64_t step_in(const std::vector<std::byte>& bytes) {
-  uint64_t step = 0;
-  std::memcpy(&step, bytes.data(), std::min(bytes.size(), sizeof step));
-  return step;
-}
-
 // A lockstep trainer writes a part after `step` steps, `losses` of them into
 // its epoch, on every worker at the same step. A part that says otherwise
 // would leave the workers waiting on each other until the timeout.
@@ -49,13 +40,12 @@ void check_lockstep_position(const std::string& manifest, const WorkerPosition& 
     throw Error(fmt::format(
         "checkpoint {}: worker {}'s part is at step {}, which is not {} steps into epoch {} of {} steps each",
         manifest, comm.rank(), at.step, at.losses.size(), at.epoch + 1, shape.steps_per_epoch));
-  const uint64_t mine = at.step;
-  const auto steps = comm.allgatherv(std::as_bytes(std::span(&mine, 1)));
+  const std::vector<uint64_t> steps = allgather_value(comm, static_cast<uint64_t>(at.step));
   for (size_t r = 0; r < steps.size(); ++r)
     if (steps[r] != steps[0])
       throw Error(fmt::format(
           "checkpoint {}: the workers' parts are at different steps (worker 0's at {}, worker {}'s at {})",
-          manifest, step_in(steps[0]), r, step_in(steps[r])));
+          manifest, steps[0], r, steps[r]));
 }
 
 }  // namespace

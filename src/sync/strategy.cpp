@@ -2,8 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
+#include "comm/allgather_values.hpp"
 #include "core/error.hpp"
 
 namespace ptrain {
@@ -23,15 +22,9 @@ StepStop WorkerStrategy::agree_to_stop(Communicator& comm, const StepStop& mine)
   float any = mine.any() ? 1.0f : 0.0f;
   comm.allreduce(std::span(&any, 1));
   if (any == 0) return {};
-  // Each worker's kind as one byte, then its reason.
-  std::vector<std::byte> said(1 + mine.why.size());
-  said[0] = static_cast<std::byte>(mine.kind);
-  std::memcpy(said.data() + 1, mine.why.data(), mine.why.size());
-  for (const auto& bytes : comm.allgatherv(said)) {
-    const auto kind = static_cast<StepStop::Kind>(bytes.at(0));
-    if (kind != StepStop::Kind::None)
-      return {kind, std::string(reinterpret_cast<const char*>(bytes.data()) + 1, bytes.size() - 1)};
-  }
+  for (auto& said : allgather_kind_and_text(comm, static_cast<uint8_t>(mine.kind), mine.why))
+    if (const auto kind = static_cast<StepStop::Kind>(said.kind); kind != StepStop::Kind::None)
+      return {kind, std::move(said.text)};
   return {};
 }
 

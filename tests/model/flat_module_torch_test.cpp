@@ -1,24 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "data/synthetic.hpp"
 #include "model/torch/flat_module.hpp"
 #include "model/model_registry.hpp"
+#include "test_support.hpp"
 
 namespace ptrain {
 namespace {
-
-Batch image_batch(size_t n, uint64_t seed) {
-  Dataset data = make_gaussian_clusters(n, 28 * 28, 10, seed);
-  Batch batch;
-  std::vector<size_t> all(n);
-  std::iota(all.begin(), all.end(), 0);
-  batch.gather(data, all);
-  batch.sample_shape = {1, 28, 28};
-  return batch;
-}
 
 FlatModule& as_flat(Model& m) { return dynamic_cast<FlatModule&>(m); }
 
@@ -42,7 +32,7 @@ TEST(FlatModule, BackwardWritesGradientsIntoTheFlatBuffer) {
   for (const char* name : {"mlp", "cnn"}) {
     auto model = make_model({name, {64, 32}, 3}, {1, 28, 28}, 10);
     auto reference = make_model({name, {64, 32}, 3}, {1, 28, 28}, 10);
-    const Batch batch = image_batch(16, 4);
+    const Batch batch = test::image_batch(16, 4);
     const float loss = model->forward_backward(batch);
     // The same computation through plain tensors: every .grad matches its flat slice.
     FlatModule& flat = as_flat(*reference);
@@ -81,7 +71,7 @@ TEST(FlatModule, ReportsEachGradientOnceWhenItIsFinalLastLayersFirst) {
       auto g = model->grads().subspan(segments[s].offset, segments[s].numel);
       seen[s].assign(g.begin(), g.end());
     }));
-    const Batch batch = image_batch(8, 2);
+    const Batch batch = test::image_batch(8, 2);
     for (int step = 0; step < 2; ++step) {  // the hooks survive from one backward to the next
       order.clear();
       model->forward_backward(batch);
@@ -103,7 +93,7 @@ TEST(FlatModule, ReportsEachGradientOnceWhenItIsFinalLastLayersFirst) {
 
 TEST(FlatModule, AnUpdateThroughTheFlatBufferChangesTheOutput) {
   auto model = make_model({"mlp", {32}, 5}, {1, 28, 28}, 10);
-  const Batch batch = image_batch(8, 2);
+  const Batch batch = test::image_batch(8, 2);
   const float before = model->forward_backward(batch);
   auto params = model->params();
   auto grads = model->grads();
@@ -139,7 +129,7 @@ TEST(FlatModule, StagedBuffersAreHostCopiesThatReachTheModuleEachPass) {
     const float* module_data = as_flat(*staged).module()->parameters().front().data_ptr<float>();
     EXPECT_TRUE(module_data < staged->params().data() || module_data >= staged->params().data() + staged->params().size())
         << name << ": staged parameters must live apart from the module's";
-    const Batch batch = image_batch(8, 5);
+    const Batch batch = test::image_batch(8, 5);
     for (int step = 0; step < 2; ++step) {
       EXPECT_EQ(staged->forward_backward(batch), plain->forward_backward(batch)) << name;
       EXPECT_TRUE(std::equal(staged->grads().begin(), staged->grads().end(), plain->grads().begin())) << name;

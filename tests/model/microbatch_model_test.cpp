@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <numeric>
 
 #include "data/synthetic.hpp"
 #include "model/softmax_regression.hpp"
@@ -14,19 +13,11 @@
 namespace ptrain {
 namespace {
 
-Batch first_samples(const Dataset& data, size_t n) {
-  std::vector<size_t> which(n);
-  std::iota(which.begin(), which.end(), 0);
-  Batch batch;
-  batch.gather(data, which);
-  return batch;
-}
-
 std::vector<float> grads_of(Model& model) { return {model.grads().begin(), model.grads().end()}; }
 
 TEST(MicrobatchModel, OneMicroBatchIsTheModelItself) {
   const Dataset data = make_gaussian_clusters(12, 5, 3, 7);
-  const Batch batch = first_samples(data, 12);
+  const Batch batch = test::first_samples(data, 12);
   SoftmaxRegression plain(5, 3, 11), inner(5, 3, 11);
   MicrobatchModel wrapped(inner, 1);
   EXPECT_EQ(wrapped.forward_backward(batch), plain.forward_backward(batch));
@@ -35,7 +26,7 @@ TEST(MicrobatchModel, OneMicroBatchIsTheModelItself) {
 
 TEST(MicrobatchModel, SumsTheMicroBatchesGradientsWeightedByTheirShare) {
   const Dataset data = make_gaussian_clusters(10, 5, 3, 7);
-  const Batch batch = first_samples(data, 10);  // three micro-batches of 3, 3 and 4 samples
+  const Batch batch = test::first_samples(data, 10);  // three micro-batches of 3, 3 and 4 samples
   SoftmaxRegression reference(5, 3, 11), inner(5, 3, 11);
   MicrobatchModel wrapped(inner, 3);
   const float loss = wrapped.forward_backward(batch);
@@ -73,13 +64,13 @@ TEST(MicrobatchModel, ABatchSmallerThanTheMicroBatchesIsRefused) {
   const Dataset data = make_gaussian_clusters(8, 5, 3, 7);
   SoftmaxRegression inner(5, 3, 11);
   MicrobatchModel wrapped(inner, 4);
-  EXPECT_EQ(test::error_message([&] { wrapped.forward_backward(first_samples(data, 3)); }),
+  EXPECT_EQ(test::error_message([&] { wrapped.forward_backward(test::first_samples(data, 3)); }),
             "a batch of 3 sample(s) cannot be split into 4 micro-batches");
 }
 
 TEST(BatchSlice, HoldsTheSamplesOfTheRangeAndRefusesOneOutside) {
   const Dataset data = make_gaussian_clusters(6, 4, 2, 3);
-  const Batch batch = first_samples(data, 6);
+  const Batch batch = test::first_samples(data, 6);
   Batch part;
   batch.slice_into(2, 5, part);
   EXPECT_EQ(part.size(), 3u);

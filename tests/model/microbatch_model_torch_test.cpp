@@ -4,24 +4,14 @@
 // those of the same model without a hook.
 #include <gtest/gtest.h>
 
-#include <numeric>
 
 #include "data/synthetic.hpp"
 #include "model/microbatch_model.hpp"
 #include "model/model_registry.hpp"
+#include "test_support.hpp"
 
 namespace ptrain {
 namespace {
-
-Batch images(size_t n) {
-  Dataset data = make_gaussian_clusters(n, 28 * 28, 10, 5);
-  Batch batch;
-  std::vector<size_t> all(n);
-  std::iota(all.begin(), all.end(), 0);
-  batch.gather(data, all);
-  batch.sample_shape = {1, 28, 28};
-  return batch;
-}
 
 TEST(MicrobatchModel, TheHookHearsEachSegmentOnceWithTheWholeGradientAndTheBitsAreThoseWithoutIt) {
   for (const char* name : {"mlp", "cnn"}) {
@@ -36,7 +26,7 @@ TEST(MicrobatchModel, TheHookHearsEachSegmentOnceWithTheWholeGradientAndTheBitsA
       auto g = hooked.grads().subspan(segments[s].offset, segments[s].numel);
       seen[s].assign(g.begin(), g.end());
     }));
-    const Batch batch = images(18);  // micro-batches of 4, 5, 4 and 5
+    const Batch batch = test::image_batch(18, 5);  // micro-batches of 4, 5, 4 and 5
     EXPECT_EQ(hooked.forward_backward(batch), plain.forward_backward(batch)) << name;
     const auto a = hooked.grads(), b = plain.grads();
     EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin())) << name;

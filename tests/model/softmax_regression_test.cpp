@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <numeric>
 
 #include "data/synthetic.hpp"
+#include "test_support.hpp"
 
 namespace ptrain {
 namespace {
@@ -12,10 +12,7 @@ namespace {
 TEST(SoftmaxRegression, GradientMatchesFiniteDifferences) {
   Dataset data = make_gaussian_clusters(16, 5, 3, 7);
   SoftmaxRegression model(5, 3, 11);
-  Batch batch;
-  std::vector<size_t> all(data.size());
-  std::iota(all.begin(), all.end(), 0);
-  batch.gather(data, all);
+  const Batch batch = test::first_samples(data, data.size());
   model.forward_backward(batch);
   std::vector<float> grad(model.grads().begin(), model.grads().end());
   auto params = model.params();

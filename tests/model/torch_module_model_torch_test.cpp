@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <numeric>
 
 #include "data/synthetic.hpp"
 #include "run/run.hpp"
@@ -57,14 +56,6 @@ ModelMaker tied_maker(LossFunction loss = {}) {
                             std::move(loss));
 }
 
-Batch batch_of(const Dataset& data, size_t n) {
-  std::vector<size_t> all(n);
-  std::iota(all.begin(), all.end(), 0);
-  Batch batch;
-  batch.gather(data, all);
-  return batch;
-}
-
 // Gaussian clusters as 1x8x8 images.
 LoadedData images(size_t train, size_t test) {
   const Dataset flat = make_gaussian_clusters(train + test, 64, 4, 17, 2.0f);
@@ -105,7 +96,7 @@ TEST(TorchModule, SameSeedSameInitialWeights) {
 TEST(TorchModule, SharedWeightGradientIsLibTorchsOwn) {
   const ModelInput input{{16}, 5, {}, 3};
   const Dataset data = make_gaussian_clusters(32, 16, 5, 8);
-  const Batch batch = batch_of(data, 32);
+  const Batch batch = test::first_samples(data, 32);
   for (int with_own_loss = 0; with_own_loss < 2; ++with_own_loss) {
     LossFunction loss;
     if (with_own_loss)  // a loss of the user's: label smoothing by hand
@@ -137,7 +128,7 @@ TEST(TorchModule, SharedWeightGradientIsLibTorchsOwn) {
 
 TEST(TorchModule, EachSharedGradientIsReportedOnceWhenFinal) {
   auto model = tied_maker()({{16}, 5, {}, 3});
-  const Batch batch = batch_of(make_gaussian_clusters(8, 16, 5, 8), 8);
+  const Batch batch = test::first_samples(make_gaussian_clusters(8, 16, 5, 8), 8);
   std::vector<int> calls(model->layout().segments().size(), 0);
   ASSERT_TRUE(model->set_gradient_ready_hook([&](size_t s) { ++calls[s]; }));
   model->forward_backward(batch);
@@ -160,7 +151,7 @@ TEST(TorchModule, EvaluateSumsTheLossFunctionAndCountsTheArgmax) {
 TEST(TorchModule, ATorchErrorIsOneLine) {
   auto model = tied_maker()({{16}, 5, {}, 3});
   const Dataset wrong = make_gaussian_clusters(4, 12, 5, 8);  // 12 features, not 16
-  const std::string message = test::error_message([&] { model->forward_backward(batch_of(wrong, 4)); });
+  const std::string message = test::error_message([&] { model->forward_backward(test::first_samples(wrong, 4)); });
   EXPECT_NE(message.find("model tied: "), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <numeric>
 
 #include "data/synthetic.hpp"
 #include "model/model_registry.hpp"
@@ -63,15 +62,7 @@ class TorchScriptModel : public ::testing::Test {
   static std::unique_ptr<Model> builtin_mlp(uint64_t seed = 1) {
     return make_model(ModelChoice(MlpOptions{}), ModelInput{{1, 28, 28}, 10, {}, seed});
   }
-  static Batch batch(size_t n, uint64_t seed) {
-    const Dataset data = make_gaussian_clusters(n, 28 * 28, 10, seed);
-    std::vector<size_t> all(n);
-    std::iota(all.begin(), all.end(), 0);
-    Batch b;
-    b.gather(data, all);
-    b.sample_shape = {1, 28, 28};
-    return b;
-  }
+  static Batch batch(size_t n, uint64_t seed) { return test::image_batch(n, seed); }
   static test::ScratchDir* dir_;
 };
 test::ScratchDir* TorchScriptModel::dir_ = nullptr;
