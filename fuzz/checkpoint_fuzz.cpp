@@ -1,4 +1,4 @@
-// Fuzz target: checkpoints (src/train/checkpoint_store, src/core/state_stream),
+// Fuzz target: checkpoints (src/run/checkpoint_store, src/core/state_stream),
 // read as `ptrain train --resume DIR` reads them, through the calls run()
 // makes: the newest intact checkpoint in the directory (manifest and parts,
 // sizes and CRC-32s), the plan it holds checked against this run's, then the

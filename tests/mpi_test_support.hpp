@@ -16,6 +16,7 @@
 #include "comm/hierarchical_communicator.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/worker_links.hpp"
+#include "test_support.hpp"
 
 namespace ptrain {
 
@@ -25,6 +26,16 @@ namespace ptrain {
 inline MpiCommunicator communicator_when_all_arrived(std::chrono::milliseconds timeout) {
   MPI_Barrier(MPI_COMM_WORLD);
   return MpiCommunicator(timeout);
+}
+
+// Rank 0's scratch directory, named to every rank (one host: one file system).
+inline std::string shared_dir(MpiCommunicator& world, const test::ScratchDir* mine) {
+  std::string path = mine ? mine->path().string() : std::string();
+  uint64_t size = path.size();
+  world.broadcast(std::as_writable_bytes(std::span(&size, 1)), 0);
+  path.resize(size);
+  world.broadcast(std::as_writable_bytes(std::span(path.data(), path.size())), 0);
+  return path;
 }
 
 // What `call` threw on this rank ("" if nothing).

@@ -263,8 +263,9 @@ int run_train_command(TrainCommand& c, const std::vector<std::string>& command_l
         fmt::print("ptrain: {} model ({} parameters), {} strategy, {}, {} compute thread(s) each; BLAS {}\n", s.model,
                    s.parameters, StrategyRegistry::name_of(plan.strategy), s.world->description(),
                    plan.run.threads_per_worker, blas.library.empty() ? "not found" : blas.library);
-        fmt::print("ptrain: data {}: {} training and {} test samples; batch {} per worker\n",
-                   DataRegistry::name_of(plan.data), s.train_samples, s.test_samples, plan.run.batch);
+        fmt::print("ptrain: data {}: {} training and {} test samples; batch {} per {}\n",
+                   DataRegistry::name_of(plan.data), s.train_samples, s.test_samples, plan.run.batch,
+                   pipeline_stages_of(plan.strategy, 1) > 0 ? "pipeline (its stages take it together)" : "worker");
         display.set_task(s.task);
       };
       callbacks.on_progress = [&](const Progress& p) {

@@ -18,6 +18,11 @@ enum MessageTag : int {
   kTagPsRequest = 20,  // worker to parameter-server shard (ps/ps_protocol.hpp)
   kTagPsReply = 21,    // shard to worker
   kTagClockSync = 22,  // the timeline's clock readings between rank 0 and the others (run/timeline_file.hpp)
+  kTagPipelineShape = 23,        // a stage boundary's per-sample shape, once (sync/pipeline_links.hpp)
+  kTagPipelineActivations = 24,  // a micro-batch's activations, to the next stage
+  kTagPipelineGradients = 25,    // their gradient, back to the stage before
+  kTagPipelineLoss = 26,         // the step's loss, from the last stage to the others
+  kTagPipelineModel = 27,        // a stage's parameters, to or from worker 0 (sync/pipeline_strategy.hpp)
 };
 
 // Every tag above is below this. The hierarchical backend sends a message
@@ -51,6 +56,16 @@ inline std::string tag_name(int tag) {
       return "parameter-server reply";
     case kTagClockSync:
       return "timeline clock reading";
+    case kTagPipelineShape:
+      return "pipeline activation shape";
+    case kTagPipelineActivations:
+      return "pipeline activations";
+    case kTagPipelineGradients:
+      return "pipeline activation gradients";
+    case kTagPipelineLoss:
+      return "pipeline loss";
+    case kTagPipelineModel:
+      return "pipeline stage parameters";
   }
   return "message with tag " + std::to_string(tag);
 }

@@ -11,6 +11,7 @@
 
 #include "core/dataset.hpp"
 #include "core/flat_layout.hpp"
+#include "core/model_stage.hpp"
 #include "core/state_stream.hpp"
 
 namespace ptrain {
@@ -87,6 +88,17 @@ class Model {
   // models keep nothing.
   virtual void save_state(StateWriter& /*out*/) const {}
   virtual void load_state(StateReader& /*in*/) {}
+
+  // Pipelines (core/model_stage.hpp): the model's layers in order, together
+  // covering its layout once; empty for a model that cannot be split, and
+  // then `why_not` says why.
+  virtual std::vector<ModelLayer> layers(std::string& why_not) const {
+    why_not = "model " + name() + " is not a sequence of layers, so it cannot be split into pipeline stages";
+    return {};
+  }
+  // The stage of layers [first, end) of layers(), over this model's
+  // parameters and gradients.
+  virtual std::unique_ptr<ModelStage> stage(size_t /*first*/, size_t /*end*/) { return nullptr; }
 };
 
 }  // namespace ptrain

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/microbatch_sum.hpp"
 
 namespace ptrain {
 
@@ -34,9 +35,8 @@ void MicrobatchModel::fold(size_t segment) {
   if (folded_[segment]) return;
   folded_[segment] = 1;
   const FlatSegment& s = inner_.layout().segments()[segment];
-  float* g = inner_.grads().data() + s.offset;
-  const float* e = earlier_.data() + s.offset;
-  for (size_t i = 0; i < s.numel; ++i) g[i] = last_share_ * g[i] + e[i];
+  fold_last_microbatch(inner_.grads().subspan(s.offset, s.numel), last_share_,
+                       std::span<const float>(earlier_).subspan(s.offset, s.numel));
 }
 
 float MicrobatchModel::forward_backward(const Batch& batch) {
@@ -45,17 +45,16 @@ float MicrobatchModel::forward_backward(const Batch& batch) {
   std::fill(earlier_.begin(), earlier_.end(), 0.0f);
   double loss = 0;
   for (size_t k = 0; k < m; ++k) {
-    const size_t begin = k * n / m, end = (k + 1) * n / m;
-    batch.slice_into(begin, end, part_);
-    const float share = static_cast<float>(end - begin) / static_cast<float>(n);
+    const MicrobatchRows rows = microbatch_rows(n, m, k);
+    batch.slice_into(rows.begin, rows.end, part_);
+    const float share = rows.share(n);
     in_last_ = k + 1 == m;
     last_share_ = share;
     std::fill(folded_.begin(), folded_.end(), 0);
     const float part_loss = inner_.forward_backward(part_);
     loss += static_cast<double>(share) * part_loss;
     if (in_last_) break;
-    const auto g = inner_.grads();
-    for (size_t i = 0; i < g.size(); ++i) earlier_[i] += share * g[i];
+    add_microbatch(earlier_, share, inner_.grads());
   }
   // What the hook did not hear of (a model without hooks: every segment).
   for (size_t s = 0; s < folded_.size(); ++s) fold(s);

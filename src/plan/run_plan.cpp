@@ -141,6 +141,10 @@ Problems check_plan(const RunPlan& plan) {
     problems.add("run.microbatches", fmt::format("applies to the trainer's workers; the shared-memory strategy {} "
                                                  "applies each thread's gradient as it comes",
                                                  strategy));
+  if (run.straggler_rank >= 0 && pipeline_stages_of(plan.strategy, std::max(run.workers, 1)) > 0)
+    problems.add("run.straggler_rank", fmt::format("slows a worker's whole forward and backward pass; the {} "
+                                                   "strategy runs its stages a micro-batch at a time",
+                                                   strategy));
   if (run.straggler_rank < 0 && run.straggler_factor != 1)
     problems.add("run.straggler_factor", "applies only with a straggler (run.straggler_rank)");
   check_lr_schedule(run, problems);

@@ -102,7 +102,8 @@ struct RunControls {
     visit("microbatches", s.microbatches,
           "gradient accumulation: each worker takes its batch as this many micro-batches, one after another, and "
           "sums their gradients (each weighted by its share of the samples) before one exchange; the update is the "
-          "whole batch's, with one micro-batch's activations at a time",
+          "whole batch's, with one micro-batch's activations at a time; strategy pipeline: the micro-batches that "
+          "flow through its stages",
           Range::between(1, 1 << 20));
     visit("epochs", s.epochs, "passes over the training set (fractions allowed)", Range{0, 1e6, true, false});
     visit("max_steps", s.max_steps, "stop after this many steps per worker (0: no limit)", Range{});

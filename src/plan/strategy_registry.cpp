@@ -43,6 +43,15 @@ int servers_of(const StrategyChoice& s) {
       s);
 }
 
+int pipeline_stages_of(const StrategyChoice& s, int workers) {
+  return std::visit(
+      [workers](const auto& o) {
+        if constexpr (requires { o.stages_of(workers); }) return o.stages_of(workers);
+        else return 0;
+      },
+      s);
+}
+
 void check_strategy(const StrategyChoice& s, int workers, const std::string& prefix, Problems& problems) {
   std::visit(
       [&](const auto& o) {

@@ -10,12 +10,14 @@
 #include "shm/shm_strategies.hpp"
 #include "sync/hybrid_allreduce.hpp"
 #include "sync/parameter_server_options.hpp"
+#include "sync/pipeline_strategy.hpp"
 #include "sync/sequential_turns.hpp"
 
 namespace ptrain {
 
-using StrategyRegistry = Registry<HybridOptions, SequentialOptions, PsSyncOptions, PsBackupOptions, SspOptions,
-                                  AsyncOptions, SeqOptions, MutexOptions, RwLockOptions, HogwildOptions, LeashedOptions>;
+using StrategyRegistry =
+    Registry<HybridOptions, SequentialOptions, PsSyncOptions, PsBackupOptions, SspOptions, AsyncOptions,
+             PipelineOptions, SeqOptions, MutexOptions, RwLockOptions, HogwildOptions, LeashedOptions>;
 using StrategyChoice = StrategyRegistry::Choice;
 
 // Traits a strategy's options may declare (with these defaults when absent):
@@ -25,6 +27,8 @@ using StrategyChoice = StrategyRegistry::Choice;
 //   static constexpr bool checkpoints = false;    writes checkpoints and resumes from them
 //   static constexpr bool shared_memory = false;  threads share one model (shm_config()), run by run_async_sgd
 //   static constexpr bool local_workers = false;  runs worker threads inside MPI ranks (run.local_workers)
+//   static constexpr bool pipeline = false;       its workers hold stages of the model (stages_of(workers) each
+//                                                 pipeline), share their pipeline's batch, take run.microbatches
 //   int servers;                                  parameter-server shards besides the workers
 //   void check(int workers, const std::string& prefix, Problems&) const;
 bool takes_codec(const StrategyChoice& s);
@@ -35,6 +39,8 @@ bool runs_local_workers(const StrategyChoice& s);
 // "hybrid, sequential, ...": the strategies that write checkpoints, for messages.
 std::string strategies_with_checkpoints();
 int servers_of(const StrategyChoice& s);
+// A pipeline's stages among `workers` (the workers of one pipeline); 0 for the other strategies.
+int pipeline_stages_of(const StrategyChoice& s, int workers);
 void check_strategy(const StrategyChoice& s, int workers, const std::string& prefix, Problems& problems);
 // The trainer's strategy; empty for a shared-memory one.
 StrategyFactory strategy_factory_of(const StrategyChoice& s);

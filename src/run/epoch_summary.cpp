@@ -5,24 +5,28 @@
 
 namespace ptrain {
 
-EpochMetrics summarize_epoch(size_t epoch, double seconds, size_t batch,
+EpochMetrics summarize_epoch(size_t epoch, double seconds, size_t batch, size_t shared_by,
                              const std::vector<std::vector<std::byte>>& losses, RunResult& result) {
   EpochMetrics m;
   m.epoch = epoch + 1;
   m.seconds = seconds;
+  // A pipeline's stages all report its loss: one of them speaks for it.
+  std::vector<std::vector<std::byte>> own;
+  for (size_t r = 0; r < losses.size(); r += shared_by) own.push_back(losses[r]);
   size_t longest = 0, total = 0;
-  for (const auto& bytes : losses) {
+  for (const auto& bytes : own) {
     longest = std::max(longest, bytes.size() / sizeof(float));
     total += bytes.size() / sizeof(float);
   }
   m.steps = longest;
-  m.samples_per_s = static_cast<double>(total * batch) / seconds;
-  result.samples += total * batch;
+  const size_t samples = total * batch;
+  m.samples_per_s = static_cast<double>(samples) / seconds;
+  result.samples += samples;
   double sum = 0;
   for (size_t k = 0; k < longest; ++k) {
     float step_sum = 0;
     int count = 0;
-    for (const auto& bytes : losses) {
+    for (const auto& bytes : own) {
       if ((k + 1) * sizeof(float) > bytes.size()) continue;
       float l;
       std::memcpy(&l, bytes.data() + k * sizeof(float), sizeof l);

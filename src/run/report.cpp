@@ -54,6 +54,31 @@ nlohmann::json host_json() {
 
 namespace {
 
+// Per stage of each pipeline, per step where the name says so.
+nlohmann::json pipeline_json(const std::vector<PipelineStageStats>& stages) {
+  auto out = nlohmann::json::array();
+  for (const PipelineStageStats& s : stages) {
+    const double steps = static_cast<double>(std::max<uint64_t>(s.steps, 1));
+    out.push_back({{"stage", s.stage},
+                   {"pipeline", s.group},
+                   {"first_layer", s.first_layer},
+                   {"end_layer", s.end_layer},
+                   {"parameters", s.parameters},
+                   {"steps", s.steps},
+                   {"compute_ms_per_step", 1e3 * s.compute_seconds / steps},
+                   {"idle_ms_per_step", 1e3 * s.idle_seconds / steps},
+                   {"optimizer_ms_per_step", 1e3 * s.optimizer_seconds / steps},
+                   {"idle_fraction", s.idle_fraction()},
+                   {"bytes_sent_per_step", static_cast<double>(s.bytes_sent) / steps},
+                   {"bytes_received_per_step", static_cast<double>(s.bytes_received) / steps},
+                   {"peak_activation_bytes", s.peak_activation_bytes},
+                   {"micro_batches_in_flight", s.micro_batches_in_flight},
+                   {"state_bytes", s.state_bytes},
+                   {"peak_bytes", s.state_bytes + s.peak_activation_bytes}});
+  }
+  return out;
+}
+
 nlohmann::json shared_memory_json(const AsyncSgdResult& r) {
   const double applied = static_cast<double>(r.totals.applied);
   return {{"stopped_by", r.stopped_by},
@@ -170,6 +195,7 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
                         {"staleness_mean", shard.mean_staleness()},
                         {"staleness_max", shard.max_staleness()}});
   }
+  if (!r.pipeline.empty()) report["pipeline"] = pipeline_json(r.pipeline);
   if (r.shared_memory) report["shared_memory"] = shared_memory_json(*r.shared_memory);
   // Seed 002's claim, measured: what moving data in and out of the GPU costs a step.
   const DeviceTraffic& t = r.device_traffic;

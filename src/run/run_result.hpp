@@ -51,6 +51,7 @@ struct RunResult {
   std::vector<CodecStats> codec;      // per worker (all zero without compression)
   std::vector<float> final_params;    // the model to evaluate (rank 0's after the last step)
   std::vector<ServerStats> servers;   // per parameter-server shard (empty without servers)
+  std::vector<PipelineStageStats> pipeline;  // per pipeline worker, in rank order (empty for the other strategies)
   std::vector<size_t> worker_steps;   // steps each worker took (they differ under ssp and async)
   std::vector<std::string> left;      // async: the workers that failed and left, and why
   std::vector<std::pair<std::string, std::string>>

@@ -16,11 +16,16 @@ SampleOrder order_of(const Dataset& data) {
   return data.stream() ? SampleOrder::Stream : SampleOrder::Shuffled;
 }
 
+DataShard data_shard(const TrainConfig& config, int rank) {
+  const int per_shard = std::max(config.pipeline_stages, 1);
+  return {static_cast<size_t>(config.workers / per_shard), static_cast<size_t>(rank / per_shard)};
+}
+
 RunShape run_shape(const TrainConfig& config, const Dataset& train_set) {
   RunShape shape;
   shape.data_seed = derive_seed(config.seed, kDataOrderStream);
-  shape.steps_per_epoch = ShardedSampler(train_set.size(), static_cast<size_t>(config.workers), 0,
-                                         config.batch, shape.data_seed, order_of(train_set))
+  shape.steps_per_epoch = ShardedSampler(train_set.size(), data_shard(config, 0).shards, 0, config.batch,
+                                         shape.data_seed, order_of(train_set))
                               .batches_per_epoch();
   shape.total_steps =
       config.epochs > 0

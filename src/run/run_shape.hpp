@@ -21,4 +21,11 @@ SampleOrder order_of(const Dataset& data);
 
 RunShape run_shape(const TrainConfig& config, const Dataset& train_set);
 
+// The shards the data is cut into and worker `rank`'s: one per worker, or
+// one per pipeline, whose stages all read the same batches.
+struct DataShard {
+  size_t shards = 1, index = 0;
+};
+DataShard data_shard(const TrainConfig& config, int rank);
+
 }  // namespace ptrain

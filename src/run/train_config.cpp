@@ -15,6 +15,7 @@ TrainConfig train_config(const RunPlan& plan, int workers) {
   c.workers = workers;
   c.batch = run.batch;
   c.microbatches = run.microbatches;
+  c.pipeline_stages = pipeline_stages_of(plan.strategy, workers);
   c.epochs = run.epochs;
   c.max_steps = run.max_steps;
   c.seed = run.seed;

@@ -80,6 +80,7 @@ StrategyConfig strategy_config(const TrainConfig& config, const RunShape& shape)
   c.timeout = config.comm_timeout;
   c.steps_per_epoch = shape.steps_per_epoch;
   c.total_steps = shape.total_steps;
+  c.microbatches = config.microbatches;
   c.time_limit_seconds = config.time_limit_s;
   return c;
 }

@@ -25,6 +25,10 @@ struct TrainConfig {
   int workers = 1;
   size_t batch = 64;  // per worker
   size_t microbatches = 1;  // each step's batch as this many micro-batches, gradients summed (model/microbatch_model.hpp)
+  // A pipeline's stages (0: not a pipeline): each run of this many workers
+  // holds the model's stages, reads one shard of the data, and its strategy
+  // takes the micro-batches itself.
+  int pipeline_stages = 0;
   double epochs = 1;  // fractions allowed: the run then ends within its last epoch
   uint64_t seed = 42;     // data order (the model's init seed is in its own config)
   size_t max_steps = 0;   // stop after this many steps in all (0: run every epoch to the end)

@@ -18,7 +18,7 @@ namespace ptrain {
 namespace {
 
 std::unique_ptr<Model> microbatches_for(const TrainConfig& config, Model& replica) {
-  if (config.microbatches <= 1) return nullptr;
+  if (config.microbatches <= 1 || config.pipeline_stages > 0) return nullptr;  // a pipeline takes them itself
   return std::make_unique<MicrobatchModel>(replica, config.microbatches);
 }
 
@@ -50,7 +50,7 @@ WorkerLoop::WorkerLoop(const TrainConfig& config, const RunShape& shape, const D
       model_(straggler_ ? *straggler_ : microbatches_ ? *microbatches_ : replica),
       side_(with_servers ? strategy.for_worker_with_servers(model_, comm, *with_servers)
                          : strategy.for_worker(model_, comm)),
-      sampler_(train_set.size(), static_cast<size_t>(workers_), static_cast<size_t>(rank_), config.batch,
+      sampler_(train_set.size(), data_shard(config, rank_).shards, data_shard(config, rank_).index, config.batch,
                shape.data_seed, order_of(train_set)),
       cursor_(sampler_) {}
 
@@ -177,7 +177,7 @@ void WorkerLoop::report_progress(size_t epoch_steps, double running) const {
   callbacks_.on_progress(
       Progress{position_.epoch + 1, shape_.epochs, std::min(b, epoch_steps), epoch_steps,
                running / static_cast<double>(b),
-               t > 0 ? static_cast<double>(b * config_.batch * static_cast<size_t>(workers_)) / t : 0});
+               t > 0 ? static_cast<double>(b * config_.batch * data_shard(config_, rank_).shards) / t : 0});
 }
 
 // Returns false when the run ends after this epoch.
@@ -187,7 +187,9 @@ bool WorkerLoop::end_epoch(size_t epoch_steps) {
   // Every worker's losses of the epoch (under ssp and async, as many as it took).
   const auto all = comm_.allgatherv(std::as_bytes(std::span<const float>(position_.losses)));
   side_->gather_model();
-  if (rank_ == 0) evaluate(summarize_epoch(position_.epoch, seconds, config_.batch, all, result_));
+  // A pipeline's stages take each of its batches together: one batch a step for them all.
+  const size_t shared_by = static_cast<size_t>(std::max(config_.pipeline_stages, 1));
+  if (rank_ == 0) evaluate(summarize_epoch(position_.epoch, seconds, config_.batch, shared_by, all, result_));
   comm_.barrier();           // the others wait while worker 0 evaluates
   position_.losses.clear();  // the epoch is in the result now
   seconds_before_ = 0, epoch_clock_.reset();
@@ -262,6 +264,7 @@ void WorkerLoop::gather_totals() {
     if (!bytes.empty()) result_.left.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   result_.servers = side_->server_stats();
   result_.notes = side_->notes();
+  result_.pipeline = side_->pipeline_stats();
   result_.comm = comm;
 }
 

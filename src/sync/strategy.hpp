@@ -13,6 +13,7 @@
 #include "core/model.hpp"
 #include "optim/optimizer.hpp"
 #include "ps/server_stats.hpp"
+#include "sync/pipeline_stage_stats.hpp"
 
 namespace ptrain {
 
@@ -68,6 +69,8 @@ class WorkerStrategy {
   virtual void finish() {}
   // On worker 0 after finish(): what each parameter-server shard recorded.
   virtual std::vector<ServerStats> server_stats() const { return {}; }
+  // On worker 0 after finish(): what each pipeline stage did (pipelines only).
+  virtual std::vector<PipelineStageStats> pipeline_stats() const { return {}; }
   // What the summary should say of this strategy's run, as (label, text) lines.
   virtual std::vector<std::pair<std::string, std::string>> notes() const { return {}; }
   // Checkpoints: this worker's state besides its model's parameters (the
@@ -97,6 +100,7 @@ struct StrategyConfig {
   std::chrono::milliseconds timeout{60000};
   size_t steps_per_epoch = 0;     // per worker; set by the trainer
   size_t total_steps = 0;         // per worker over the run (--max-steps may cut the last epoch short)
+  size_t microbatches = 1;        // a pipeline's micro-batches per step (run.microbatches)
   double time_limit_seconds = 0;  // strategies that stop on time: end the run after this much training (0: none)
 };
 

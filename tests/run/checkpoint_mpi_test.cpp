@@ -5,6 +5,7 @@
 
 #include "comm/mpi_communicator.hpp"
 #include "test_models.hpp"
+#include "mpi_test_support.hpp"
 #include "test_support.hpp"
 #include "run/trainer.hpp"
 
@@ -26,16 +27,6 @@ TrainConfig config_for(int workers) {
   c.strategy.codec = CodecConfig{dgc, 3, 0};
   c.comm_timeout = std::chrono::seconds(60);
   return c;
-}
-
-// Rank 0's scratch directory, named to every rank (one host: one file system).
-std::string shared_dir(MpiCommunicator& world, const test::ScratchDir* mine) {
-  std::string path = mine ? mine->path().string() : std::string();
-  uint64_t size = path.size();
-  world.broadcast(std::as_writable_bytes(std::span(&size, 1)), 0);
-  path.resize(size);
-  world.broadcast(std::as_writable_bytes(std::span(path.data(), path.size())), 0);
-  return path;
 }
 
 TEST(MpiCheckpoints, RanksResumeToTheBitsOfTheUninterruptedRun) {

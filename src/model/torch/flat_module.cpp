@@ -3,12 +3,15 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <unordered_set>
 
 #include "core/error.hpp"
 #include "core/stopwatch.hpp"
 #include "core/timeline.hpp"
+#include "model/torch/sequential_stage.hpp"
 #include "model/torch/torch_error.hpp"
 
 namespace ptrain {
@@ -138,6 +141,7 @@ FlatModule::FlatModule(std::string name, std::shared_ptr<torch::nn::Module> modu
                        LossFunction loss, const ComputeDevice& device)
     : FlatModule(std::move(name), parts_of(module, std::move(forward), std::move(loss), torch_device(device)), device) {
   module_ = std::move(module);
+  sequential_ = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(module_);
 }
 
 FlatModule::FlatModule(std::string name, torch::nn::Sequential net, const ComputeDevice& device)
@@ -261,6 +265,30 @@ std::vector<int64_t> FlatModule::output_shape(const Batch& batch) {
   } catch (...) {
     rethrow_as_one_line(name_);
   }
+}
+
+std::vector<ModelLayer> FlatModule::layers(std::string& why_not) const {
+  if (!sequential_) {
+    why_not = "model " + name_ + " is not a torch::nn::Sequential, so it cannot be split into stages";
+    return {};
+  }
+  if (staged_) {
+    why_not = "model " + name_ + ": pipeline stages compute on the CPU (run.device cpu)";
+    return {};
+  }
+  return sequential_layers(torch::nn::Sequential(sequential_), layout_, name_, why_not).layers;
+}
+
+std::unique_ptr<ModelStage> FlatModule::stage(size_t first, size_t end) {
+  std::string why_not;
+  const SequentialLayers split =
+      sequential_ ? sequential_layers(torch::nn::Sequential(sequential_), layout_, name_, why_not) : SequentialLayers{};
+  if (split.layers.empty() || staged_ || first >= end || end > split.layers.size())
+    throw Error(fmt::format("model {}: no stage of layers [{}, {})", name_, first, end));
+  const ModelLayer& last = split.layers[end - 1];
+  return std::make_unique<SequentialStage>(*this, torch::nn::Sequential(sequential_), split.first_child[first],
+                                           split.first_child[end], split.layers[first].first_segment,
+                                           last.first_segment + last.segments, end == split.layers.size());
 }
 
 Metrics FlatModule::evaluate(const Dataset& data) {

@@ -88,6 +88,11 @@ class FlatModule : public Model {
   // backward pass is done: no hook (false), every gradient final at the end.
   bool set_gradient_ready_hook(GradientReadyHook hook) override;
   DeviceTraffic device_traffic() const override { return traffic_; }
+  // A Sequential splits at its layers (model/torch/sequential_stage.hpp), on the CPU.
+  std::vector<ModelLayer> layers(std::string& why_not) const override;
+  std::unique_ptr<ModelStage> stage(size_t first, size_t end) override;
+  // The mean loss of `output` against `labels`: the module's own, or cross-entropy.
+  torch::Tensor loss_of(const torch::Tensor& output, const torch::Tensor& labels) const;
 
   // The module (null for a TorchScript module), and its forward as the model runs it.
   const std::shared_ptr<torch::nn::Module>& module() const { return module_; }
@@ -97,7 +102,6 @@ class FlatModule : public Model {
   void load_parameters() { parameters_to_device(); }
 
  private:
-  torch::Tensor loss_of(const torch::Tensor& output, const torch::Tensor& labels) const;
   // Staged: the host's parameters into the device's buffer, before a pass.
   void parameters_to_device();
   // A batch's inputs or labels, on the device (counted as traffic when staged).
@@ -107,6 +111,7 @@ class FlatModule : public Model {
 
   std::string name_;
   std::shared_ptr<torch::nn::Module> module_;
+  std::shared_ptr<torch::nn::SequentialImpl> sequential_;  // the module, when it is a Sequential
   ForwardFunction forward_;
   LossFunction loss_;
   std::function<void(bool)> set_training_;

@@ -1,0 +1,69 @@
+#pragma once
+// Pipeline model parallelism: the model's layers split into S stages, one
+// per worker. Every step, the stages' batch goes through them as M
+// micro-batches (run.microbatches): stage s runs its layers forward on each
+// and sends the activations to stage s + 1, the last stage scores them, and
+// the gradients of the activations come back stage by stage, each stage
+// summing its parameters' gradients over the micro-batches before it updates
+// its own parameters. The update is the one a single worker accumulating the
+// same micro-batches would make (core/microbatch_sum.hpp), bit for bit.
+//
+// The schedule (sync/pipeline_schedule.hpp) orders each stage's passes:
+// GPipe, or 1F1B, which holds fewer micro-batches' activations. Worker 0 is
+// stage 0 and holds the whole model whenever the run looks at it
+// (gather_model: evaluation, the saved model, checkpoints).
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/fields.hpp"
+#include "core/problems.hpp"
+#include "sync/pipeline_schedule.hpp"
+#include "sync/pipeline_stage_stats.hpp"
+#include "sync/strategy.hpp"
+
+namespace ptrain {
+
+struct PipelineOptions {
+  static constexpr std::string_view name = "pipeline";
+  static constexpr std::string_view summary =
+      "pipeline model parallelism: the model's layers split into stages, one per worker, the batch flowing "
+      "through them as micro-batches (GPipe or 1F1B)";
+  static constexpr bool distributed = true;  // runs on MPI ranks too
+  static constexpr bool checkpoints = true;  // saves and resumes its whole state
+  static constexpr bool pipeline = true;     // its stages share one batch; it takes run.microbatches itself
+  int stages = 0;
+  PipelineSchedule schedule = PipelineSchedule::OneForwardOneBackward;
+  std::vector<int64_t> boundaries;
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit("stages", s.stages, "stages the model's layers are split into, one worker each (0: every worker)",
+          Range::non_negative());
+    visit("schedule", s.schedule,
+          "the order of each stage's passes: gpipe (every forward, then every backward) or 1f1b (one forward, one "
+          "backward in turn: stage s holds at most S - s micro-batches' activations)",
+          Range{});
+    visit("boundaries", s.boundaries,
+          "the first layer of each stage after the first, comma-separated (none: stages of balanced parameter "
+          "counts)",
+          Range::any_count());
+  }
+  int stages_of(int workers) const { return stages > 0 ? stages : workers; }
+  void check(int workers, const std::string& prefix, Problems& problems) const;
+  std::unique_ptr<StrategyGroup> make_group(const StrategyConfig& config, size_t num_params, int workers) const;
+};
+
+class PipelineGroup : public StrategyGroup {
+ public:
+  PipelineGroup(const PipelineOptions& options, const StrategyConfig& config, int workers)
+      : options_(options), config_(config), workers_(workers) {}
+  std::unique_ptr<WorkerStrategy> for_worker(Model& model, Communicator& comm) override;
+
+ private:
+  PipelineOptions options_;
+  StrategyConfig config_;
+  int workers_;
+};
+
+}  // namespace ptrain

@@ -1,0 +1,234 @@
+// Pipeline model parallelism through run(): S stages on S workers taking M
+// micro-batches end with the bits of one worker accumulating the same M
+// micro-batches (both schedules, any cut, the MLP and the CNN), evaluation
+// and the result see the whole model, a run killed mid-way resumes to the
+// same bits, the report says what each stage did, and what cannot run is
+// refused saying why.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "data/fashion_mnist.hpp"
+#include "model/model_registry.hpp"
+#include "run/resume.hpp"
+#include "run/run.hpp"
+#include "run/run_fixtures.hpp"
+#include "test_support.hpp"
+
+namespace ptrain {
+namespace {
+
+using test::data_only;
+
+// The MLP on small Gaussian clusters: four Linear layers, so up to four stages.
+RunPlan mlp_plan(int workers, size_t microbatches) {
+  RunPlan plan = test::softmax_plan(workers, 12, 2);
+  plan.model = MlpOptions{{24, 16, 8}};
+  plan.optimizer = AdamOptions{};
+  plan.run.microbatches = microbatches;
+  plan.run.seed = 7;
+  return plan;
+}
+
+RunPlan as_pipeline(RunPlan plan, int stages, PipelineSchedule schedule, std::vector<int64_t> boundaries = {}) {
+  PipelineOptions p;
+  p.stages = stages;
+  p.schedule = schedule;
+  p.boundaries = std::move(boundaries);
+  plan.strategy = p;
+  plan.run.workers = stages;
+  return plan;
+}
+
+RunResult run_plan(const RunPlan& plan, RunInputs inputs) {
+  World world = make_world(plan);
+  return run(plan, world, {}, inputs);
+}
+
+void expect_same_run(const RunResult& a, const RunResult& b, const std::string& what) {
+  EXPECT_EQ(a.final_params, b.final_params) << what;
+  EXPECT_EQ(a.step_losses, b.step_losses) << what;
+  ASSERT_EQ(a.epochs.size(), b.epochs.size()) << what;
+  for (size_t e = 0; e < a.epochs.size(); ++e) {
+    EXPECT_EQ(a.epochs[e].train_loss, b.epochs[e].train_loss) << what;
+    // Worker 0 evaluates the whole model, not only its stage.
+    EXPECT_EQ(a.epochs[e].test_loss, b.epochs[e].test_loss) << what;
+    EXPECT_EQ(a.epochs[e].test_accuracy, b.epochs[e].test_accuracy) << what;
+  }
+  EXPECT_EQ(a.samples, b.samples) << what << ": a pipeline's stages take one batch together";
+}
+
+TEST(Pipeline, StagesGiveTheBitsOfOneWorkerAccumulatingTheSameMicrobatches) {
+  const LoadedData data = test::small_clusters();
+  for (const size_t m : {1, 3, 4}) {
+    RunPlan one = mlp_plan(1, m);
+    const RunResult reference = run_plan(one, data_only(data));
+    for (const int stages : {2, 3, 4})
+      for (const auto schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneForwardOneBackward}) {
+        const std::string what = fmt::format("{} stages, {} micro-batches, {}", stages, m, enum_name(schedule));
+        expect_same_run(run_plan(as_pipeline(one, stages, schedule), data_only(data)), reference, what);
+      }
+  }
+}
+
+TEST(Pipeline, AnyCutAndEveryOptimizerGiveTheSameBits) {
+  const LoadedData data = test::small_clusters();
+  for (auto optimizer : OptimizerRegistry::names()) {
+    RunPlan one = mlp_plan(1, 3);
+    one.optimizer = *OptimizerRegistry::make(optimizer);
+    const RunResult reference = run_plan(one, data_only(data));
+    for (const std::vector<int64_t>& cut : {std::vector<int64_t>{1}, {2}, {3}})
+      expect_same_run(run_plan(as_pipeline(one, 2, PipelineSchedule::OneForwardOneBackward, cut), data_only(data)),
+                      reference, fmt::format("{}, cut at {}", optimizer, cut[0]));
+  }
+}
+
+TEST(Pipeline, TheCnnOnFashionMnistSplitsAtItsLayers) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST is not installed";
+  LoadedData data;
+  data.train = load_fashion_mnist(test::kFashionMnistDir, Split::Train).head(480);
+  data.test = load_fashion_mnist(test::kFashionMnistDir, Split::Test).head(200);
+  RunPlan one = mlp_plan(1, 4);
+  one.model = CnnOptions{};
+  one.data_controls.standardize = true;
+  one.run.epochs = 1;
+  one.run.max_steps = 8;
+  const RunResult reference = run_plan(one, data_only(data));
+  for (const auto schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneForwardOneBackward})
+    expect_same_run(run_plan(as_pipeline(one, 4, schedule), data_only(data)), reference,
+                    fmt::format("cnn, 4 stages, {}", enum_name(schedule)));
+}
+
+// A model whose stage throws at the forward pass of a chosen step, as if
+// the worker were killed there.
+class KilledStage : public ModelStage {
+ public:
+  KilledStage(std::unique_ptr<ModelStage> inner, size_t kill_at, std::atomic<bool>* armed)
+      : inner_(std::move(inner)), kill_at_(kill_at), armed_(armed) {}
+  float forward(size_t slot, const Batch& micro, const Activations& in, Activations& out) override {
+    if (slot == 0 && ++steps_ == kill_at_ && armed_->exchange(false)) throw Error("killed for the test");
+    return inner_->forward(slot, micro, in, out);
+  }
+  void backward(size_t slot, const Activations& grad_out, Activations& grad_in) override {
+    inner_->backward(slot, grad_out, grad_in);
+  }
+  size_t held_bytes() const override { return inner_->held_bytes(); }
+  void clear() override { inner_->clear(); }
+
+ private:
+  std::unique_ptr<ModelStage> inner_;
+  size_t steps_ = 0, kill_at_;
+  std::atomic<bool>* armed_;
+};
+
+class KilledModel : public Model {
+ public:
+  KilledModel(std::unique_ptr<Model> inner, size_t kill_at, std::atomic<bool>* armed)
+      : inner_(std::move(inner)), kill_at_(kill_at), armed_(armed) {}
+  std::string name() const override { return inner_->name(); }
+  const FlatLayout& layout() const override { return inner_->layout(); }
+  std::span<float> params() override { return inner_->params(); }
+  std::span<float> grads() override { return inner_->grads(); }
+  float forward_backward(const Batch& batch) override { return inner_->forward_backward(batch); }
+  Metrics evaluate(const Dataset& data) override { return inner_->evaluate(data); }
+  std::vector<ModelLayer> layers(std::string& why_not) const override { return inner_->layers(why_not); }
+  std::unique_ptr<ModelStage> stage(size_t first, size_t end) override {
+    return std::make_unique<KilledStage>(inner_->stage(first, end), kill_at_, armed_);
+  }
+
+ private:
+  std::unique_ptr<Model> inner_;
+  size_t kill_at_;
+  std::atomic<bool>* armed_;
+};
+
+TEST(Pipeline, ARunKilledMidwayResumesToTheBitsOfTheWholeRun) {
+  const LoadedData data = test::small_clusters();  // 60 steps an epoch
+  for (const auto schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneForwardOneBackward}) {
+    RunPlan plan = as_pipeline(mlp_plan(1, 3), 3, schedule);
+    plan.optimizer = MomentumOptions{};
+    const RunResult whole = run_plan(plan, data_only(data));
+
+    test::ScratchDir dir;
+    plan.run.checkpoint_dir = dir.file("ckpt");
+    plan.run.checkpoint_every = Cadence{7, 0};
+    std::atomic<bool> armed{true};
+    RunInputs killed = data_only(data);
+    killed.model = [&](const ModelInput& in) -> std::unique_ptr<Model> {
+      return std::make_unique<KilledModel>(make_model(plan.model, in), 75, &armed);
+    };
+    const std::string message = test::error_message([&] { run_plan(plan, killed); });
+    EXPECT_NE(message.find("killed for the test"), std::string::npos) << message;
+    EXPECT_EQ(newest_checkpoint(plan.run.checkpoint_dir).step, 70u);
+
+    RunInputs resume = data_only(data);
+    resume.resume = plan.run.checkpoint_dir;
+    const RunResult resumed = run_plan(plan, resume);
+    EXPECT_EQ(resumed.final_params, whole.final_params) << enum_name(schedule);
+    EXPECT_EQ(resumed.step_losses, whole.step_losses) << enum_name(schedule);
+  }
+}
+
+TEST(Pipeline, TheReportSaysWhatEachStageDid) {
+  const LoadedData data = test::small_clusters();
+  for (const auto schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneForwardOneBackward}) {
+    const RunResult r = run_plan(as_pipeline(mlp_plan(1, 4), 3, schedule, {1, 3}), data_only(data));
+    ASSERT_EQ(r.pipeline.size(), 3u);
+    const size_t steps = r.steps;
+    // Stage 0 holds layer 0 (10 -> 24), stage 1 layers 1-2 (24 -> 16 -> 8), stage 2 layer 3 (8 -> 3).
+    const std::vector<std::pair<uint64_t, uint64_t>> layers{{0, 1}, {1, 3}, {3, 4}};
+    const std::vector<uint64_t> parameters{10 * 24 + 24, 24 * 16 + 16 + 16 * 8 + 8, 8 * 3 + 3};
+    // Per step each boundary carries the batch's activations forward and their gradients back.
+    const std::vector<uint64_t> sent{12 * 24 * 4, 12 * (24 + 8) * 4, 12 * 8 * 4};
+    for (size_t s = 0; s < 3; ++s) {
+      const PipelineStageStats& st = r.pipeline[s];
+      EXPECT_EQ(st.stage, static_cast<int>(s));
+      EXPECT_EQ(st.steps, steps);
+      EXPECT_EQ(std::make_pair(st.first_layer, st.end_layer), layers[s]);
+      EXPECT_EQ(st.parameters, parameters[s]);
+      EXPECT_EQ(st.bytes_sent, sent[s] * steps);
+      EXPECT_EQ(st.bytes_sent, st.bytes_received);
+      EXPECT_EQ(st.micro_batches_in_flight, schedule == PipelineSchedule::GPipe ? 4u : 3 - s);
+      EXPECT_GT(st.peak_activation_bytes, 0u);
+      EXPECT_GE(st.idle_fraction(), 0.0);
+      EXPECT_LE(st.idle_fraction(), 1.0);
+    }
+    // GPipe holds all four micro-batches' activations, 1F1B three on stage 0.
+    EXPECT_EQ(r.pipeline[0].peak_activation_bytes % (schedule == PipelineSchedule::GPipe ? 4 : 3), 0u);
+  }
+}
+
+TEST(Pipeline, WhatCannotRunIsRefusedSayingWhy) {
+  const LoadedData data = test::small_clusters();
+  const auto refusal = [&](const RunPlan& plan) {
+    return test::error_message([&] { run_plan(plan, data_only(data)); });
+  };
+  RunPlan shallow = as_pipeline(mlp_plan(1, 2), 3, PipelineSchedule::GPipe);
+  shallow.model = MlpOptions{{8}};
+  EXPECT_NE(refusal(shallow).find("strategy.stages: 3 stages of model mlp's 2 layers (at most one stage per layer)"),
+            std::string::npos)
+      << refusal(shallow);
+  RunPlan softmax = as_pipeline(mlp_plan(1, 2), 2, PipelineSchedule::GPipe);
+  softmax.model = SoftmaxOptions{};
+  EXPECT_NE(refusal(softmax).find("model softmax is not a sequence of layers"), std::string::npos)
+      << refusal(softmax);
+  RunPlan big_micro = as_pipeline(mlp_plan(1, 13), 2, PipelineSchedule::GPipe);
+  EXPECT_NE(refusal(big_micro).find("run.microbatches"), std::string::npos) << refusal(big_micro);
+  RunPlan uneven = as_pipeline(mlp_plan(1, 2), 2, PipelineSchedule::GPipe);
+  uneven.run.workers = 3;
+  EXPECT_NE(refusal(uneven).find("strategy.stages: 2 stages do not divide the 3 workers into whole pipelines"),
+            std::string::npos)
+      << refusal(uneven);
+  RunPlan cut = as_pipeline(mlp_plan(1, 2), 3, PipelineSchedule::GPipe, {2});
+  EXPECT_NE(refusal(cut).find("strategy.boundaries: 1 boundaries make 2 stages, not 3"), std::string::npos)
+      << refusal(cut);
+  RunPlan past = as_pipeline(mlp_plan(1, 2), 2, PipelineSchedule::GPipe, {4});
+  EXPECT_NE(refusal(past).find("strategy.boundaries: boundaries 4: each must be a layer index from 1 to 3, increasing"),
+            std::string::npos)
+      << refusal(past);
+}
+
+}  // namespace
+}  // namespace ptrain
