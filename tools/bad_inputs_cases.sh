@@ -95,6 +95,24 @@ new_case; expect option "--microbatches 33 of a batch of 32" 2 "--microbatches: 
   "$ptrain" train @SHORT@ --microbatches 33
 new_case; expect option "--microbatches 2 with a shared-memory strategy" 2 "--microbatches applies to the trainer" -- \
   "$ptrain" train @SHORT@ --microbatches 2 --strategy hogwild
+new_case; expect option "--strategy pipeline: more stages than the model has layers" 2 "--stages: 3 stages of model mlp's 2 layers" -- \
+  "$ptrain" train @SHORT@ --strategy pipeline --workers 3
+new_case; expect option "--strategy pipeline: --microbatches 33 of a batch of 32" 2 "--microbatches: 33 micro-batches" -- \
+  "$ptrain" train @SHORT@ --strategy pipeline --microbatches 33
+new_case; expect option "--strategy pipeline: 2 stages of 3 workers" 2 "--stages: 2 stages do not divide the 3 workers" -- \
+  "$ptrain" train @SHORT@ --strategy pipeline --workers 3 --stages 2
+new_case; expect option "--strategy pipeline: more stages than workers" 2 "--stages: 4 stages need as many workers" -- \
+  "$ptrain" train @SHORT@ --strategy pipeline --stages 4
+new_case; expect option "--strategy pipeline: --boundaries past the last layer" 2 "--boundaries: boundaries 5: each must be a layer index" -- \
+  "$ptrain" train @SHORT@ --strategy pipeline --boundaries 5
+new_case; expect option "--strategy pipeline: --boundaries for other stages" 2 "--boundaries: 2 boundaries make 3 stages, not 2" -- \
+  "$ptrain" train @SHORT@ --strategy pipeline --boundaries 1,2
+new_case; expect option "--strategy pipeline: a model that cannot be split (softmax)" 2 "model softmax is not a sequence of layers" -- \
+  "$ptrain" train @SHORT@ --strategy pipeline --model softmax
+new_case; expect option "--strategy pipeline: a codec with one pipeline" 2 "--compress: one pipeline of 2 stages exchanges no gradients" -- \
+  "$ptrain" train @SHORT@ --strategy pipeline --compress fp16
+new_case; expect option "--strategy pipeline with a straggler" 2 "--straggler slows a worker's whole forward and backward pass" -- \
+  "$ptrain" train @SHORT@ --strategy pipeline --straggler 1:2
 new_case; expect -q option "--lr-decay step without milestones" 2 "--lr-milestones" -- "$ptrain" train @SHORT@ --lr-decay step
 new_case; expect option "--lr-milestones 2,1 (decreasing)" 2 "--lr-milestones must increase" -- \
   "$ptrain" train @SHORT@ --lr-decay step --lr-milestones 2,1 --epochs 3

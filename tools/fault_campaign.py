@@ -44,7 +44,8 @@ import sys
 import tempfile
 import time
 
-# name: (flags, backends). Under mpirun 3 ranks: ps-sync has 2 workers and 1 server rank.
+# name: (flags, backends). Under mpirun 3 ranks: ps-sync has 2 workers and 1 server rank, a pipeline 3
+# stages (of the 3-layer MLP); on threads 4 workers: the pipeline 2 x 2, two pipelines of 2 stages.
 CONFIGS = {
     "hybrid, DGC, momentum": ("--strategy hybrid --compress dgc --optimizer momentum", ("threads", "mpirun")),
     "hybrid, top-k, Nesterov": ("--strategy hybrid --compress topk --optimizer nesterov", ("threads", "mpirun")),
@@ -52,6 +53,10 @@ CONFIGS = {
     "sequential, none, SGD": ("--strategy sequential --compress none --optimizer sgd", ("threads",)),
     "ps-sync (1 server), none, momentum": ("--strategy ps-sync --servers 1 --compress none --optimizer momentum",
                                            ("threads", "mpirun")),
+    "pipeline 2 x 2, GPipe, DGC, momentum": ("--strategy pipeline --stages 2 --schedule gpipe --microbatches 4 "
+                                             "--compress dgc --optimizer momentum", ("threads",)),
+    "pipeline 3 stages, 1F1B, none, Adam": ("--strategy pipeline --hidden 128,64 --microbatches 4 --optimizer adam",
+                                            ("mpirun",)),
 }
 KINDS = ("kill", "stop", "disk-full", "corrupt")
 RANKS = 3

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "cli/path_option.hpp"
@@ -56,12 +57,19 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
       ->delimiter(',');
   cmd->add_option("--latency", o.latency_us, "Per-message latency, microseconds");
   cmd->add_option("--exchange", o.exchanges,
-                  "Comma-separated: ring, hd, allgather (sparse, --density), ps, ps-async (parameter servers without a barrier), hierarchical (--local-workers)")
+                  "Comma-separated: ring, hd, allgather (sparse, --density), ps, ps-async (parameter servers without a barrier), hierarchical (--local-workers), pipeline (--stages, --microbatches, --activation-bytes)")
       ->delimiter(',');
   cmd->add_option("--local-workers", m.local_workers,
                   "hierarchical: worker threads on each host (N / T hosts); a --calibrate report's run is modelled "
                   "with its own")
       ->check(CLI::Range(size_t{1}, kMaxWorkers));
+  cmd->add_option("--stages", m.stages, "pipeline: stages per pipeline (N / S pipelines side by side)")
+      ->check(CLI::Range(size_t{1}, kMaxWorkers));
+  cmd->add_option("--microbatches", m.microbatches, "pipeline: micro-batches a step")
+      ->check(CLI::Range(size_t{1}, kMaxCount));
+  cmd->add_option("--activation-bytes", m.activation_bytes_per_sample,
+                  "pipeline: bytes of activations crossing each stage boundary per sample (a report's pipeline "
+                  "section says what a run sent)");
   cmd->add_option("--memory-bandwidth", o.memory_gbytes_s,
                   "hierarchical: a host's memory bandwidth, GB/s read plus written (bench allreduce's copy ceiling)");
   cmd->add_option("--codec", o.codec, "Dense exchanges: none, fp16 or int8");
@@ -132,6 +140,12 @@ int run_simulate_command(SimulateOptions& o) {
   fmt::print("{:.3g} M parameters, batch {} per worker, {:.4f} ms compute per sample, latency {} us, codec {}, {}\n",
              base.parameters / 1e6, base.batch, base.compute_per_sample_s * 1000, o.latency_us, o.codec,
              base.overlap ? "overlap with backward" : "no overlap");
+  if (std::find(exchanges.begin(), exchanges.end(), ExchangeKind::Pipeline) != exchanges.end())
+    fmt::print("pipeline: {} stages, {} micro-batches a step (bubble {:.0f}%), {:g} bytes of activations a sample "
+               "across each boundary; batch {} per pipeline\n",
+               base.stages, base.microbatches,
+               100.0 * static_cast<double>(base.stages - 1) / static_cast<double>(base.microbatches + base.stages - 1),
+               base.activation_bytes_per_sample, base.batch);
   // Each exchange's model, its codec cost read once.
   std::map<ExchangeKind, StepModelConfig> model_of;
   for (auto e : exchanges) {
@@ -141,7 +155,9 @@ int run_simulate_command(SimulateOptions& o) {
                  to_string(e), codec_of(e), c.encode_s_per_value * 1e9, c.decode_s_per_value * 1e9, o.codec_costs,
                  c.cores_per_rank);
   }
-  std::string csv = "bandwidth_gbit,exchange,workers,compute_ms,codec_ms,exchange_ms,step_ms,samples_per_s,efficiency\n";
+  std::string csv =
+      "bandwidth_gbit,exchange,workers,compute_ms,codec_ms,exchange_ms,step_ms,samples_per_s,efficiency,"
+      "bubble_fraction,boundary_bytes\n";
   for (double gbit : o.bandwidths_gbit) {
     fmt::print("\nat {} Gbit/s: step ms / samples/s / efficiency\n  {:>7}", gbit, "workers");
     for (auto e : exchanges) fmt::print("  {:>30}", to_string(e));
@@ -153,12 +169,17 @@ int run_simulate_command(SimulateOptions& o) {
       for (auto e : exchanges) {
         StepModelConfig c = model_of.at(e);
         c.bandwidth_bits_s = gbit * 1e9;
+        if (e == ExchangeKind::Pipeline && n % c.stages != 0) {  // no whole pipelines
+          fmt::print("  {:>30}", "-");
+          continue;
+        }
         const StepPrediction p = predict_step(c, n);
         rows[e].push_back(p);
         if (p.samples_per_s > best[e].samples_per_s) best[e] = p;
         fmt::print("  {:>30}", fmt::format("{:.2f} / {:.0f} / {:.0f}%", p.step_s * 1000, p.samples_per_s, 100 * p.efficiency));
-        csv += fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.2f},{:.6f}\n", gbit, to_string(e), n,
-                           p.compute_s * 1000, p.codec_s * 1000, p.exchange_s * 1000, p.step_s * 1000, p.samples_per_s, p.efficiency);
+        csv += fmt::format("{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.2f},{:.6f},{:.6f},{:.0f}\n", gbit, to_string(e), n,
+                           p.compute_s * 1000, p.codec_s * 1000, p.exchange_s * 1000, p.step_s * 1000,
+                           p.samples_per_s, p.efficiency, p.bubble_fraction, p.boundary_bytes);
       }
       fmt::print("\n");
     }

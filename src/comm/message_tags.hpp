@@ -23,12 +23,16 @@ enum MessageTag : int {
   kTagPipelineGradients = 25,    // their gradient, back to the stage before
   kTagPipelineLoss = 26,         // the step's loss, from the last stage to the others
   kTagPipelineModel = 27,        // a stage's parameters, to or from worker 0 (sync/pipeline_strategy.hpp)
+  kTagBroadcast = 28,            // a broadcast written over point-to-point (comm/subgroup_communicator.hpp)
 };
 
 // Every tag above is below this. The hierarchical backend sends a message
 // from thread a of one rank to thread b of another with tag + kTagSpan x
 // (a x T + b) (comm/hierarchical_communicator.hpp), which names as its tag.
 inline constexpr int kTagSpan = 32;
+// A subgroup's messages (comm/subgroup_communicator.hpp) carry tag +
+// kTagSubgroup, which names as its tag: they never meet the parent's own.
+inline constexpr int kTagSubgroup = 2 * kTagSpan;
 
 inline std::string tag_name(int tag) {
   if (tag >= kTagSpan) return tag_name(tag % kTagSpan);
@@ -66,6 +70,8 @@ inline std::string tag_name(int tag) {
       return "pipeline loss";
     case kTagPipelineModel:
       return "pipeline stage parameters";
+    case kTagBroadcast:
+      return "broadcast";
   }
   return "message with tag " + std::to_string(tag);
 }

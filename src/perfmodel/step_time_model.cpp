@@ -16,7 +16,9 @@ ExchangeKind parse_exchange_kind(const std::string& name) {
   if (name == "ps") return ExchangeKind::ParameterServer;
   if (name == "ps-async") return ExchangeKind::AsyncParameterServer;
   if (name == "hierarchical") return ExchangeKind::Hierarchical;
-  throw Error("--exchange: unknown exchange '" + name + "' (choose ring, hd, allgather, ps, ps-async or hierarchical)");
+  if (name == "pipeline") return ExchangeKind::Pipeline;
+  throw Error("--exchange: unknown exchange '" + name +
+              "' (choose ring, hd, allgather, ps, ps-async, hierarchical or pipeline)");
 }
 
 std::string to_string(ExchangeKind kind) {
@@ -27,6 +29,7 @@ std::string to_string(ExchangeKind kind) {
     case ExchangeKind::ParameterServer: return "ps";
     case ExchangeKind::AsyncParameterServer: return "ps-async";
     case ExchangeKind::Hierarchical: return "hierarchical";
+    case ExchangeKind::Pipeline: return "pipeline";
   }
   return "?";
 }
@@ -61,6 +64,25 @@ void validate_step_model(const StepModelConfig& c) {
                             c.memory_bytes_s / 1e9));
   if (!(c.straggler_mean >= 0) || !std::isfinite(c.straggler_mean))
     throw Error(fmt::format("--straggler-mean must be >= 0 (got {})", c.straggler_mean));
+  if (c.stages < 1) throw Error("--stages must be at least 1");
+  if (c.microbatches < 1 || c.microbatches > c.batch)
+    throw Error(fmt::format("--microbatches must be from 1 to the batch, {} (got {})", c.batch, c.microbatches));
+  if (!(c.activation_bytes_per_sample >= 0) || !(c.activation_bytes_per_sample <= 1e15))
+    throw Error(fmt::format("--activation-bytes must be >= 0 and at most 1e15 (got {:g})", c.activation_bytes_per_sample));
+}
+
+size_t pipelines_of(const StepModelConfig& c, size_t workers) {
+  if (workers % c.stages != 0)
+    throw Error(fmt::format("{} workers do not make whole pipelines of {} stages", workers, c.stages));
+  return workers / c.stages;
+}
+
+double pipeline_slot_seconds(const StepModelConfig& c) {
+  const double rows = static_cast<double>(c.batch) / static_cast<double>(c.microbatches);
+  const double compute = c.compute_per_sample_s * rows / static_cast<double>(c.stages);
+  if (c.stages < 2) return compute;
+  const double beta = c.bandwidth_bits_s / 8;
+  return compute + 2 * (c.latency_s + c.activation_bytes_per_sample * rows / beta);
 }
 
 double exchange_seconds(const StepModelConfig& c, size_t workers) {
@@ -93,6 +115,11 @@ double exchange_seconds(const StepModelConfig& c, size_t workers) {
     }
     case ExchangeKind::AsyncParameterServer:  // the worker's own push and pull; the shards: shard_round_seconds
       return 2 * c.latency_s + (c.parameters * c.bytes_per_value + c.parameters * 4) / beta;
+    case ExchangeKind::Pipeline: {  // the stage's share, by ring among the pipelines
+      const double g = static_cast<double>(pipelines_of(c, workers));
+      if (g < 2) return 0;
+      return 2 * (g - 1) * (c.latency_s + dense / static_cast<double>(c.stages) / g / beta);
+    }
     case ExchangeKind::Hierarchical: {
       const size_t threads = std::min(c.local_workers, workers);
       const double t = static_cast<double>(threads);
@@ -120,6 +147,11 @@ double codec_seconds(const StepModelConfig& c, size_t workers) {
       break;
     }
     case ExchangeKind::SparseAllgather: per_value = enc + n * dec; break;
+    case ExchangeKind::Pipeline: {  // its stage's share, through a ring of the pipelines
+      const double g = static_cast<double>(pipelines_of(c, workers));
+      per_value = g < 2 ? 0 : (enc + dec) * (1 + (g - 1) / g) / static_cast<double>(c.stages);
+      break;
+    }
     case ExchangeKind::ParameterServer:
     case ExchangeKind::AsyncParameterServer: per_value = enc; break;
   }
@@ -147,11 +179,37 @@ bool through_servers(ExchangeKind kind) {
   return kind == ExchangeKind::ParameterServer || kind == ExchangeKind::AsyncParameterServer;
 }
 
+namespace {
+
+// The pipeline's flow, its slots' compute and transfers apart, then the
+// all-reduce among the pipelines (no overlap: a stage updates once its
+// last backward pass is done).
+StepPrediction predict_pipeline_step(const StepModelConfig& c, size_t workers) {
+  StepPrediction p;
+  p.workers = workers;
+  const size_t pipelines = pipelines_of(c, workers);
+  const double slots = static_cast<double>(c.microbatches + c.stages - 1);
+  const double rows = static_cast<double>(c.batch) / static_cast<double>(c.microbatches);
+  const double stage_compute = c.compute_per_sample_s * rows / static_cast<double>(c.stages);
+  p.compute_s = slots * stage_compute;
+  p.exchange_s = slots * (pipeline_slot_seconds(c) - stage_compute) + exchange_seconds(c, workers);
+  p.codec_s = pipelines > 1 ? codec_seconds(c, workers) : 0;
+  p.step_s = p.compute_s + p.exchange_s + p.codec_s;
+  p.samples_per_s = static_cast<double>(pipelines * c.batch) / p.step_s;
+  p.efficiency = p.samples_per_s / (static_cast<double>(workers) / c.compute_per_sample_s);
+  p.bubble_fraction = static_cast<double>(c.stages - 1) / slots;
+  p.boundary_bytes = c.stages > 1 ? 2 * static_cast<double>(c.batch) * c.activation_bytes_per_sample : 0;
+  return p;
+}
+
+}  // namespace
+
 StepPrediction predict_step(const StepModelConfig& c, size_t workers) {
   validate_step_model(c);
   if (workers < 1) throw Error("workers must be at least 1");
   StepPrediction p;
   p.workers = workers;
+  if (c.exchange == ExchangeKind::Pipeline) return predict_pipeline_step(c, workers);
   p.compute_s = expected_compute_seconds(c, workers);
   p.exchange_s = exchange_seconds(c, workers);
   p.codec_s = workers > 1 || through_servers(c.exchange) ? codec_seconds(c, workers) : 0;

@@ -26,6 +26,13 @@ enum class ExchangeKind {
   // 1/T of the buffer (the host's link shared by its T streams: 2(H-1)/H M in
   // all), spread back within the host.
   Hierarchical,
+  // Pipelines of `stages` workers (sync/pipeline_strategy.hpp), N / S of
+  // them side by side: each step the batch flows through the stages as M
+  // micro-batches, (M + S - 1) slots of one stage's share of a micro-batch's
+  // compute and its activations' trip forward and back (the bubble: (S - 1)
+  // of them idle on every stage), then the N / S workers holding each stage
+  // all-reduce its 1/S of the parameters by ring.
+  Pipeline,
 };
 
 struct StepModelConfig {
@@ -62,6 +69,12 @@ struct StepModelConfig {
   // min(backward, exchange) in full from 2 cores on, in proportion between 1
   // and 2, and not at all below 1.
   double cores_per_rank = 2;
+  // Pipeline: stages per pipeline, micro-batches a step, and the bytes of
+  // activations that cross each stage boundary per sample (their gradients
+  // as many back). `batch` is then each pipeline's.
+  size_t stages = 1;
+  size_t microbatches = 1;
+  double activation_bytes_per_sample = 0;
 };
 
 struct StepPrediction {
@@ -72,10 +85,21 @@ struct StepPrediction {
   double step_s = 0;
   double samples_per_s = 0;
   double efficiency = 0;    // samples/s over N x one worker's samples/s without communication
+  // Pipeline: the fraction of the step each stage idles, (S - 1) / (M + S - 1);
+  // and the bytes crossing each boundary a step, the activations and their gradients.
+  double bubble_fraction = 0;
+  double boundary_bytes = 0;
 };
 
 // Throws ptrain::Error naming the option (as its flag) when an input is impossible.
 void validate_step_model(const StepModelConfig& config);
+
+// Pipeline: how N workers make pipelines (N / S of them); throws
+// ptrain::Error when S does not divide N.
+size_t pipelines_of(const StepModelConfig& config, size_t workers);
+// Pipeline: one slot of the flow, a stage's share of a micro-batch's compute
+// and the activations' trip to the next stage and their gradients' back.
+double pipeline_slot_seconds(const StepModelConfig& config);
 
 // The exchange's time on N workers (0 for one worker, except with parameter servers).
 // Hierarchical: min(T, N) threads on each of ceil(N / T) hosts; within a host

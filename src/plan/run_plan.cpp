@@ -60,6 +60,10 @@ Problems check_plan(const RunPlan& plan) {
   if (compresses(plan.codec) && !takes_codec(plan.strategy))
     problems.add("codec", fmt::format(": the {} strategy exchanges no gradients to compress (got codec {})",
                                       strategy, CodecRegistry::name_of(plan.codec)));
+  else if (compresses(plan.codec) && run.workers > 0 && pipeline_stages_of(plan.strategy, run.workers) == run.workers)
+    problems.add("codec", fmt::format(": one pipeline of {} stages exchanges no gradients to compress (got codec {}); "
+                                      "the codec applies between pipelines (more workers than stages)",
+                                      run.workers, CodecRegistry::name_of(plan.codec)));
   bool correction_required = false;
   if (takes_momentum(plan.codec, &correction_required) && correction_required &&
       !std::holds_alternative<MomentumOptions>(plan.optimizer))

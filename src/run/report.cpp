@@ -67,6 +67,7 @@ nlohmann::json pipeline_json(const std::vector<PipelineStageStats>& stages) {
                    {"steps", s.steps},
                    {"compute_ms_per_step", 1e3 * s.compute_seconds / steps},
                    {"idle_ms_per_step", 1e3 * s.idle_seconds / steps},
+                   {"allreduce_ms_per_step", 1e3 * s.allreduce_seconds / steps},
                    {"optimizer_ms_per_step", 1e3 * s.optimizer_seconds / steps},
                    {"idle_fraction", s.idle_fraction()},
                    {"bytes_sent_per_step", static_cast<double>(s.bytes_sent) / steps},

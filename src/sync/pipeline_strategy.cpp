@@ -7,11 +7,13 @@
 
 #include "comm/allgather_values.hpp"
 #include "comm/message_tags.hpp"
+#include "comm/subgroup_communicator.hpp"
 #include "core/error.hpp"
 #include "core/memory_size.hpp"
 #include "core/microbatch_sum.hpp"
 #include "core/stopwatch.hpp"
 #include "core/timeline.hpp"
+#include "sync/gradient_reducer.hpp"
 #include "sync/pipeline_links.hpp"
 #include "sync/pipeline_split.hpp"
 
@@ -55,6 +57,22 @@ ParameterSpan span_of(const Model& model, const std::vector<ModelLayer>& layers,
   return {from.offset, to.offset + to.numel - from.offset};
 }
 
+// The layout of layers [first, end) alone, from offset 0.
+FlatLayout layout_of(const Model& model, const std::vector<ModelLayer>& layers, size_t first, size_t end) {
+  FlatLayout out;
+  const auto& segments = model.layout().segments();
+  for (size_t s = layers[first].first_segment; s < layers[end - 1].first_segment + layers[end - 1].segments; ++s)
+    out.add(segments[s].name, segments[s].shape);
+  return out;
+}
+
+// The workers that hold stage `stage` in each of the pipelines, in pipeline order.
+std::vector<int> holders_of(int stage, int stages, int workers) {
+  std::vector<int> ranks;
+  for (int r = stage; r < workers; r += stages) ranks.push_back(r);
+  return ranks;
+}
+
 class PipelineStageWorker : public WorkerStrategy {
  public:
   PipelineStageWorker(Model& model, Communicator& comm, const PipelineOptions& options, const StrategyConfig& config,
@@ -62,8 +80,10 @@ class PipelineStageWorker : public WorkerStrategy {
   void start() override;
   float step(const Batch& batch, const StepInfo& info) override;
   void gather_model() override;
-  void save_state(StateWriter& out) override { optimizer_->save_state(out); }
-  void load_state(StateReader& in) override { optimizer_->load_state(in); }
+  // Every worker its stage's optimizer (and codecs, with several pipelines).
+  void save_state(StateWriter& out) override;
+  void load_state(StateReader& in) override;
+  CodecStats codec_stats() const override { return reducer_ ? reducer_->codec_stats() : CodecStats{}; }
   void finish() override;
   std::vector<PipelineStageStats> pipeline_stats() const override { return all_stats_; }
   std::vector<std::pair<std::string, std::string>> notes() const override;
@@ -75,6 +95,7 @@ class PipelineStageWorker : public WorkerStrategy {
   void forward(const PipelinePass& pass, const PipelinePass* next, const Batch& batch, double& loss);
   void backward(const PipelinePass& pass, const PipelinePass* next, size_t rows);
   float share_loss(double loss);
+  void update(const StepInfo& info);
 
   Model& model_;
   Communicator& comm_;
@@ -87,6 +108,9 @@ class PipelineStageWorker : public WorkerStrategy {
   ParameterSpan span_;       // this stage's parameters
   std::unique_ptr<ModelStage> model_stage_;
   std::unique_ptr<Optimizer> optimizer_;
+  FlatLayout stage_layout_;
+  std::unique_ptr<SubgroupCommunicator> holders_;  // with several pipelines: this stage's holders
+  std::unique_ptr<GradientReducer> reducer_;       // which average its gradient
   std::vector<PipelinePass> passes_;
   PipelineLinks links_;
   std::vector<float> earlier_;  // the weighted sum of this step's earlier micro-batches' gradients
@@ -118,6 +142,12 @@ PipelineStageWorker::PipelineStageWorker(Model& model, Communicator& comm, const
   model_stage_ = model.stage(first, end);
   if (!model_stage_) throw Error(fmt::format("model {}: cannot run layers [{}, {}) as a stage", model.name(), first, end));
   optimizer_ = make_optimizer(config.optimizer, span_.count);
+  if (comm.size() > stages_) {
+    stage_layout_ = layout_of(model, layers_, first, end);
+    holders_ = std::make_unique<SubgroupCommunicator>(comm, holders_of(stage_, stages_, comm.size()));
+    reducer_ = std::make_unique<GradientReducer>(*holders_, options.allreduce, my_grads(), stage_layout_,
+                                                 options.bucket_size.bytes, /*overlap=*/false, config.codec);
+  }
   passes_ = pipeline_passes(options.schedule, static_cast<size_t>(stage_), static_cast<size_t>(stages_), microbatches_);
   earlier_.resize(span_.count);
   out_shapes_.resize(microbatches_);
@@ -163,15 +193,44 @@ float PipelineStageWorker::step(const Batch& batch, const StepInfo& info) {
   clock.reset();
   const float shared = share_loss(loss);
   stats_.idle_seconds += waited + clock.seconds();
-  clock.reset();
-  {
-    TimelineSpan span("optimizer");
-    optimizer_->step(my_params(), my_grads());
-  }
-  stats_.optimizer_seconds += clock.seconds();
+  update(info);
   stats_.bytes_sent = links_.bytes_sent(), stats_.bytes_received = links_.bytes_received();
   ++stats_.steps;
   return shared;
+}
+
+// The stage's parameters from its gradient: this pipeline's, or with
+// several the mean of every pipeline's, bucket by bucket as each arrives.
+void PipelineStageWorker::update(const StepInfo& info) {
+  Stopwatch clock;
+  if (!reducer_) {
+    TimelineSpan span("optimizer");
+    optimizer_->step(my_params(), my_grads());
+    stats_.optimizer_seconds += clock.seconds();
+    return;
+  }
+  double updating = 0;
+  reducer_->begin_step(info);
+  reducer_->finish_step([&](const GradientBucket& bucket) {
+    Stopwatch bucket_clock;
+    TimelineSpan span("optimizer", "offset", static_cast<int64_t>(bucket.offset));
+    optimizer_->step_slice(bucket.offset, my_params().subspan(bucket.offset, bucket.count),
+                           my_grads().subspan(bucket.offset, bucket.count));
+    updating += bucket_clock.seconds();
+  });
+  optimizer_->end_step();
+  stats_.optimizer_seconds += updating;
+  stats_.allreduce_seconds += clock.seconds() - updating;
+}
+
+void PipelineStageWorker::save_state(StateWriter& out) {
+  optimizer_->save_state(out);
+  if (reducer_) reducer_->save_state(out);
+}
+
+void PipelineStageWorker::load_state(StateReader& in) {
+  optimizer_->load_state(in);
+  if (reducer_) reducer_->load_state(in);
 }
 
 void PipelineStageWorker::run_passes(const Batch& batch, double& loss) {
@@ -267,13 +326,14 @@ std::vector<std::pair<std::string, std::string>> PipelineStageWorker::notes() co
     const double per_step = 1e3 / static_cast<double>(s.steps);
     notes.emplace_back(
         fmt::format("stage {}", s.stage),
-        fmt::format("{} ({} parameters): compute {:.1f} ms, idle {:.1f} ms ({:.0f}% bubble), optimizer "
-                    "{:.1f} ms a step; {} sent and {} received a step; activations held at most {} ({} "
+        fmt::format("{} ({} parameters): compute {:.1f} ms, idle {:.1f} ms ({:.0f}% bubble), all-reduce {:.1f} "
+                    "ms, optimizer {:.1f} ms a step; {} sent and {} received a step; activations held at most {} ({} "
                     "micro-batches)",
                     s.end_layer - s.first_layer == 1 ? fmt::format("layer {}", s.first_layer)
                                                      : fmt::format("layers {}-{}", s.first_layer, s.end_layer - 1),
                     s.parameters, s.compute_seconds * per_step,
-                    s.idle_seconds * per_step, 100 * s.idle_fraction(), s.optimizer_seconds * per_step,
+                    s.idle_seconds * per_step, 100 * s.idle_fraction(), s.allreduce_seconds * per_step,
+                    s.optimizer_seconds * per_step,
                     human_bytes(s.bytes_sent / s.steps), human_bytes(s.bytes_received / s.steps),
                     human_bytes(s.peak_activation_bytes), s.micro_batches_in_flight));
   }
@@ -288,11 +348,6 @@ void PipelineOptions::check(int workers, const std::string& prefix, Problems& pr
   else if (workers % stages_of(workers) != 0)
     problems.add(prefix + "stages",
                  fmt::format(": {} stages do not divide the {} workers into whole pipelines", stages, workers));
-  else if (stages_of(workers) != workers)
-    problems.add(prefix + "stages",
-                 fmt::format(": {} stages of {} workers would make {} pipelines; one pipeline of every worker is what "
-                             "runs so far (stages 0 or {})",
-                             stages, workers, workers / stages_of(workers), workers));
   if (!boundaries.empty() && boundaries.size() + 1 != static_cast<size_t>(stages_of(workers)))
     problems.add(prefix + "boundaries",
                  fmt::format(": {} boundaries make {} stages, not {}", boundaries.size(), boundaries.size() + 1,

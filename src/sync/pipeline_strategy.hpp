@@ -12,6 +12,12 @@
 // GPipe, or 1F1B, which holds fewer micro-batches' activations. Worker 0 is
 // stage 0 and holds the whole model whenever the run looks at it
 // (gather_model: evaluation, the saved model, checkpoints).
+//
+// With W = G x S workers, G pipelines run side by side (data x pipeline),
+// each on its own shard of the data: worker r is stage r mod S of pipeline
+// r / S, and the G workers holding a stage average its gradient by
+// all-reduce among themselves (comm/subgroup_communicator.hpp, with the
+// codec) before they update it, as hybrid's replicas do the whole model's.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +25,7 @@
 
 #include "core/fields.hpp"
 #include "core/problems.hpp"
+#include "sync/hybrid_allreduce.hpp"
 #include "sync/pipeline_schedule.hpp"
 #include "sync/pipeline_stage_stats.hpp"
 #include "sync/strategy.hpp"
@@ -30,12 +37,15 @@ struct PipelineOptions {
   static constexpr std::string_view summary =
       "pipeline model parallelism: the model's layers split into stages, one per worker, the batch flowing "
       "through them as micro-batches (GPipe or 1F1B)";
+  static constexpr bool takes_codec = true;  // the pipelines exchange each stage's gradients
   static constexpr bool distributed = true;  // runs on MPI ranks too
   static constexpr bool checkpoints = true;  // saves and resumes its whole state
   static constexpr bool pipeline = true;     // its stages share one batch; it takes run.microbatches itself
   int stages = 0;
   PipelineSchedule schedule = PipelineSchedule::OneForwardOneBackward;
   std::vector<int64_t> boundaries;
+  AllreduceAlgorithm allreduce = AllreduceAlgorithm::Ring;
+  ByteSize bucket_size{size_t{25} << 20};
   template <class Self, class Visit>
   static void fields(Self& s, Visit&& visit) {
     visit("stages", s.stages, "stages the model's layers are split into, one worker each (0: every worker)",
@@ -48,6 +58,12 @@ struct PipelineOptions {
           "the first layer of each stage after the first, comma-separated (none: stages of balanced parameter "
           "counts)",
           Range::any_count());
+    visit("allreduce", s.allreduce,
+          "with several pipelines, how the workers holding a stage all-reduce its gradients: ring, hd or tree "
+          "(native and hierarchical: ring)",
+          Range{});
+    visit("bucket_size", s.bucket_size, "with several pipelines, a stage's gradients are all-reduced in buckets of at "
+          "most this size, last layers first", Range{});
   }
   int stages_of(int workers) const { return stages > 0 ? stages : workers; }
   void check(int workers, const std::string& prefix, Problems& problems) const;

@@ -28,12 +28,6 @@
 namespace ptrain {
 namespace {
 
-CodecRange whole(size_t count) {
-  CodecRange range;
-  range.count = count;
-  return range;
-}
-
 struct Pair {
   uint32_t index;
   float value;
@@ -108,12 +102,12 @@ TEST(DgcDensity, FallsThroughFourStagesOfTheWarmUpThenHoldsTheTarget) {
 TEST(DgcCodec, WarmsUpWhileTheDensityIsAboveTheTarget) {
   DgcConfig c = dgc_config(0.02);
   c.warmup_epochs = 4;
-  const DgcCodec codec(c, whole(1000), 1);
+  const DgcCodec codec(c, test::whole_range(1000), 1);
   EXPECT_TRUE(codec.warming_up(StepInfo{.epoch = 0}));
   EXPECT_TRUE(codec.warming_up(StepInfo{.epoch = 1.9}));
   EXPECT_FALSE(codec.warming_up(StepInfo{.epoch = 2}));  // 1.5625% < 2%: the target already
   EXPECT_FALSE(codec.warming_up(StepInfo{.epoch = 4}));
-  EXPECT_FALSE(DgcCodec(dgc_config(0.001), whole(1000), 1).warming_up(StepInfo{}));
+  EXPECT_FALSE(DgcCodec(dgc_config(0.001), test::whole_range(1000), 1).warming_up(StepInfo{}));
 }
 
 TEST(DgcCodec, MessageSizeFollowsTheWarmUpAndIsTheSameOnEveryWorker) {
@@ -147,7 +141,7 @@ template <typename Gradient>
 void check_selection(const char* shape, Gradient gradient, size_t n, double density, size_t steps) {
   DgcConfig c = dgc_config(density);
   c.momentum_correction = false;
-  DgcCodec codec(c, whole(n), 7);
+  DgcCodec codec(c, test::whole_range(n), 7);
   for (size_t s = 0; s < steps; ++s) {
     const std::vector<float> g = gradient(s);
     std::vector<float> before(n);
@@ -272,7 +266,7 @@ TEST(DgcCodec, OnePassSelectsWhatTheSampledThresholdSelects) {
         DgcConfig c = dgc_config(density);
         c.momentum_correction = false;
         set_sparse_kernels_portable(portable);
-        DgcCodec codec(c, whole(n), 5);
+        DgcCodec codec(c, test::whole_range(n), 5);
         const Encoded e = codec.encode(g, StepInfo{});
         set_sparse_kernels_portable(false);
         const std::vector<uint32_t> expected = reference_selection(g, c, 5, codec.pairs(StepInfo{}));
@@ -290,7 +284,7 @@ TEST(DgcCodec, OnePassSelectsWhatTheSampledThresholdSelects) {
 TEST(DgcCodec, SelectsAtLeastOneElementOfAnAllZeroGradient) {
   const size_t n = 1 << 16;
   for (const double density : {0.001, 0.5}) {
-    DgcCodec codec(dgc_config(density), whole(n), 1);
+    DgcCodec codec(dgc_config(density), test::whole_range(n), 1);
     const std::vector<float> zeros(n, 0.0f);
     const Encoded e = codec.encode(zeros, StepInfo{});
     EXPECT_GE(codec.last_selected(), 1u);
@@ -303,7 +297,7 @@ TEST(DgcCodec, NeverSendsZerosWhileAnythingIsNonzero) {
   const size_t n = 1 << 18;
   std::vector<float> g(n, 0.0f);
   for (size_t i = 17; i < n; i += 4001) g[i] = static_cast<float>(i % 7) - 3.5f;  // 66 nonzeros, k = 262
-  DgcCodec codec(dgc_config(0.001), whole(n), 1);
+  DgcCodec codec(dgc_config(0.001), test::whole_range(n), 1);
   const Encoded e = codec.encode(g, StepInfo{});
   EXPECT_EQ(codec.last_selected(), 66u);
   EXPECT_EQ(decoded(codec, e), g);
@@ -315,7 +309,7 @@ TEST(DgcCodec, SmallRangesSelectExactly) {
   const std::vector<float> g = test::normal_gradient(n, 3);
   DgcConfig c = dgc_config(0.01);
   c.momentum_correction = false;
-  DgcCodec codec(c, whole(n), 1);
+  DgcCodec codec(c, test::whole_range(n), 1);
   const Encoded e = codec.encode(g, StepInfo{});
   EXPECT_EQ(codec.last_selected(), 30u);
   const MagnitudeCut cut = exact_magnitude_cut(g, std::vector<IndexSpan>{{0, n}}, 30, true);
@@ -357,7 +351,7 @@ TEST(DgcCodec, WithoutMomentumCorrectionFullDensitySendsTheGradient) {
   const size_t n = 5000;
   DgcConfig c = dgc_config(1.0);
   c.momentum_correction = false;
-  DgcCodec codec(c, whole(n), 1);
+  DgcCodec codec(c, test::whole_range(n), 1);
   EXPECT_FALSE(codec.applies_momentum());
   EXPECT_TRUE(codec.momentum().empty());
   for (size_t s = 0; s < 3; ++s) {
@@ -371,7 +365,7 @@ TEST(DgcCodec, MomentumCorrectionAccumulatesTheVelocityAndConservesIt) {
   for (const bool masking : {true, false}) {
     DgcConfig c = dgc_config(0.01);
     c.momentum_masking = masking;
-    DgcCodec codec(c, whole(n), 3);
+    DgcCodec codec(c, test::whole_range(n), 3);
     for (size_t s = 0; s < 6; ++s) {
       const std::vector<float> g = test::normal_gradient(n, 300 + s);
       std::vector<float> u(codec.momentum().begin(), codec.momentum().end());
@@ -404,7 +398,7 @@ TEST(DgcCodec, WithoutAccumulationWhatIsNotSentIsDropped) {
     DgcConfig c = dgc_config(0.01);
     c.momentum_correction = false;
     c.accumulation = accumulation;
-    DgcCodec codec(c, whole(n), 3);
+    DgcCodec codec(c, test::whole_range(n), 3);
     const std::vector<float> g1 = test::normal_gradient(n, 1), g2 = test::normal_gradient(n, 2);
     const std::vector<float> first = decoded(codec, codec.encode(g1, StepInfo{}));
     const std::vector<float> second = decoded(codec, codec.encode(g2, StepInfo{.step = 1}));
@@ -433,7 +427,7 @@ TEST(DgcCodec, ClipsTheGradientToClipNormOverRootN) {
     DgcConfig c = dgc_config(1.0);
     c.momentum_correction = false;
     c.clip_norm = 8.0;
-    DgcCodec codec(c, whole(n), 1);
+    DgcCodec codec(c, test::whole_range(n), 1);
     const std::vector<float> sent = decoded(codec, codec.encode(g, StepInfo{.workers = workers}));
     const double limit = 8.0 / std::sqrt(static_cast<double>(workers));
     const float scale = static_cast<float>(limit / norm);
@@ -448,7 +442,7 @@ TEST(DgcCodec, ClipsTheGradientToClipNormOverRootN) {
   DgcConfig c = dgc_config(1.0);
   c.momentum_correction = false;
   c.clip_norm = 2 * norm;
-  DgcCodec codec(c, whole(n), 1);
+  DgcCodec codec(c, test::whole_range(n), 1);
   EXPECT_EQ(decoded(codec, codec.encode(g, StepInfo{.workers = 4})), g);  // limit = norm: not above it
   EXPECT_THROW(codec.encode(g, StepInfo{.workers = 0}), Error);
 }
@@ -556,7 +550,7 @@ TEST(DgcCodec, IsDeterministicAndBothKernelsAgree) {
 }
 
 TEST(DgcCodec, RejectsBadInputNamingIt) {
-  DgcCodec codec(dgc_config(0.01), whole(100), 1);
+  DgcCodec codec(dgc_config(0.01), test::whole_range(100), 1);
   try {
     codec.encode(std::vector<float>(99), StepInfo{});
     FAIL() << "did not throw";
@@ -564,7 +558,7 @@ TEST(DgcCodec, RejectsBadInputNamingIt) {
     EXPECT_NE(std::string(e.what()).find("99"), std::string::npos) << e.what();
   }
   EXPECT_THROW(DgcCodec(dgc_config(0.01), CodecRange{.count = 100, .one_dim = {{50, 101}}}, 1), Error);
-  EXPECT_THROW(DgcCodec(dgc_config(0.0), whole(100), 1), Error);
+  EXPECT_THROW(DgcCodec(dgc_config(0.0), test::whole_range(100), 1), Error);
   // A top-k message is not a DGC message when DGC sends 1-D tensors dense.
   DgcCodec with_dense(dgc_config(0.01), CodecRange{.count = 100, .one_dim = {{0, 10}}}, 1);
   const Encoded e = codec.encode(std::vector<float>(100, 1.0f), StepInfo{});

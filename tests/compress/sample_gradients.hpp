@@ -5,9 +5,17 @@
 #include <numbers>
 #include <vector>
 
+#include "compress/codec.hpp"
 #include "core/rng.hpp"
 
 namespace ptrain::test {
+
+// A codec's range over a whole buffer of `count` values.
+inline CodecRange whole_range(size_t count) {
+  CodecRange range;
+  range.count = count;
+  return range;
+}
 
 // Standard normal deviates (Box-Muller).
 inline std::vector<float> normal_gradient(size_t n, uint64_t seed, float scale = 1.0f) {

@@ -18,12 +18,6 @@
 namespace ptrain {
 namespace {
 
-CodecRange whole(size_t count) {
-  CodecRange range;
-  range.count = count;
-  return range;
-}
-
 TopkOptions topk_config(double ratio, bool error_feedback) {
   TopkOptions c;
   c.ratio = ratio;
@@ -32,7 +26,7 @@ TopkOptions topk_config(double ratio, bool error_feedback) {
 }
 
 // The (index, value) pairs of a message without a dense part.
-std::vector<std::pair<uint32_t, float>> pairs_of(const Encoded& e) {
+std::vector<std::pair<uint32_t, float>> topk_pairs_of(const Encoded& e) {
   uint32_t dense = 0, k = 0;
   std::memcpy(&dense, e.bytes.data(), 4);
   std::memcpy(&k, e.bytes.data() + 4, 4);
@@ -48,7 +42,7 @@ std::vector<std::pair<uint32_t, float>> pairs_of(const Encoded& e) {
 TEST(TopkCodec, SendsExactlyTheKLargestMagnitudes) {
   const size_t n = 100003;
   const std::vector<float> g = test::normal_gradient(n, 11);  // continuous: no ties
-  TopkCodec codec(topk_config(0.01, false), whole(n));
+  TopkCodec codec(topk_config(0.01, false), test::whole_range(n));
   ASSERT_EQ(codec.k(), 1000u);
   const Encoded e = codec.encode(g, StepInfo{});
   EXPECT_EQ(e.count, n);
@@ -61,7 +55,7 @@ TEST(TopkCodec, SendsExactlyTheKLargestMagnitudes) {
             [&](uint32_t a, uint32_t b) { return std::abs(g[a]) > std::abs(g[b]); });
   order.resize(1000);
   std::sort(order.begin(), order.end());
-  const auto pairs = pairs_of(e);
+  const auto pairs = topk_pairs_of(e);
   ASSERT_EQ(pairs.size(), 1000u);
   for (size_t p = 0; p < pairs.size(); ++p) {
     EXPECT_EQ(pairs[p].first, order[p]);
@@ -78,16 +72,16 @@ TEST(TopkCodec, SendsExactlyTheKLargestMagnitudes) {
 }
 
 TEST(TopkCodec, KIsAtLeastOneAndAtMostTheCount) {
-  EXPECT_EQ(TopkCodec(topk_config(0.01, true), whole(10)).k(), 1u);
-  EXPECT_EQ(TopkCodec(topk_config(0.25, true), whole(10)).k(), 3u);  // round(2.5) = 3
-  EXPECT_EQ(TopkCodec(topk_config(1.0, true), whole(10)).k(), 10u);
-  EXPECT_EQ(TopkCodec(topk_config(0.5, true), whole(0)).k(), 0u);
+  EXPECT_EQ(TopkCodec(topk_config(0.01, true), test::whole_range(10)).k(), 1u);
+  EXPECT_EQ(TopkCodec(topk_config(0.25, true), test::whole_range(10)).k(), 3u);  // round(2.5) = 3
+  EXPECT_EQ(TopkCodec(topk_config(1.0, true), test::whole_range(10)).k(), 10u);
+  EXPECT_EQ(TopkCodec(topk_config(0.5, true), test::whole_range(0)).k(), 0u);
 }
 
 TEST(TopkCodec, TiesGoToTheLowestIndices) {
   const std::vector<float> g = {1, -3, 3, 2, -3, 3, 0};
-  TopkCodec codec(topk_config(3.0 / 7, false), whole(7));
-  const auto pairs = pairs_of(codec.encode(g, StepInfo{}));
+  TopkCodec codec(topk_config(3.0 / 7, false), test::whole_range(7));
+  const auto pairs = topk_pairs_of(codec.encode(g, StepInfo{}));
   ASSERT_EQ(pairs.size(), 3u);
   EXPECT_EQ(pairs[0], (std::pair<uint32_t, float>{1, -3.0f}));
   EXPECT_EQ(pairs[1], (std::pair<uint32_t, float>{2, 3.0f}));
@@ -96,7 +90,7 @@ TEST(TopkCodec, TiesGoToTheLowestIndices) {
 
 TEST(TopkCodec, ErrorFeedbackConservesMassExactly) {
   const size_t n = 20000;
-  TopkCodec codec(topk_config(0.02, true), whole(n));
+  TopkCodec codec(topk_config(0.02, true), test::whole_range(n));
   std::vector<float> accumulated(n, 0.0f);  // residual before the step + the gradient, as the codec adds
   std::vector<float> total_sent(n, 0.0f), total_grad(n, 0.0f);
   for (size_t step = 0; step < 25; ++step) {
@@ -117,7 +111,7 @@ TEST(TopkCodec, ErrorFeedbackConservesMassExactly) {
 
 TEST(TopkCodec, WithoutErrorFeedbackEachStepStandsAlone) {
   const size_t n = 5000;
-  TopkCodec codec(topk_config(0.1, false), whole(n));
+  TopkCodec codec(topk_config(0.1, false), test::whole_range(n));
   const std::vector<float> big = test::normal_gradient(n, 5, 10.0f);
   codec.encode(big, StepInfo{});
   const std::vector<float> small = test::normal_gradient(n, 6);
@@ -127,7 +121,7 @@ TEST(TopkCodec, WithoutErrorFeedbackEachStepStandsAlone) {
 }
 
 TEST(TopkCodec, RejectsAGradientOfTheWrongSize) {
-  TopkCodec codec(topk_config(0.1, true), whole(10));
+  TopkCodec codec(topk_config(0.1, true), test::whole_range(10));
   const std::vector<float> g(11);
   try {
     codec.encode(g, StepInfo{});
@@ -138,7 +132,7 @@ TEST(TopkCodec, RejectsAGradientOfTheWrongSize) {
 }
 
 TEST(TopkCodec, IsWhatMakeCodecBuilds) {
-  const auto codec = make_codec(CodecConfig{topk_config(0.01, true)}, whole(1000), 3);
+  const auto codec = make_codec(CodecConfig{topk_config(0.01, true)}, test::whole_range(1000), 3);
   ASSERT_NE(codec, nullptr);
   EXPECT_EQ(codec->name(), "topk");
   EXPECT_FALSE(codec->applies_momentum());

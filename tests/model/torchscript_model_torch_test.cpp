@@ -83,6 +83,33 @@ TEST_F(TorchScriptModel, LoadsWithTheBuiltInMlpsLayout) {
   }
 }
 
+// A scripted Sequential runs its children in order, so a pipeline may cut
+// it between its layers: two stages give the whole module's loss and
+// gradients bit for bit. A module with a forward of its own is refused.
+TEST_F(TorchScriptModel, AScriptedSequentialSplitsIntoPipelineStages) {
+  auto split = load("mlp.pt");
+  auto whole = load("mlp.pt");
+  std::string why_not;
+  const auto layers = split->layers(why_not);
+  ASSERT_EQ(layers.size(), 2u) << why_not;  // Flatten with the first Linear, then ReLU and the second
+  EXPECT_EQ(layers[1].first_segment, 2u);
+  const Batch b = batch(16, 3);
+  const float loss = whole->forward_backward(b);
+  auto first = split->stage(0, 1), last = split->stage(1, 2);
+  Activations none, activations, gradient, unused;
+  first->forward(0, b, none, activations);
+  EXPECT_EQ(activations.shape, (std::vector<int64_t>{16, 128}));
+  EXPECT_EQ(last->forward(0, b, activations, unused), loss);
+  last->backward(0, none, gradient);
+  first->backward(0, gradient, unused);
+  EXPECT_TRUE(same_bits(split->grads(), whole->grads()));
+
+  EXPECT_TRUE(load("with_loss.pt")->layers(why_not).empty());
+  EXPECT_NE(why_not.find("model torchscript is not a Sequential (a module that runs its children in order)"),
+            std::string::npos)
+      << why_not;
+}
+
 TEST_F(TorchScriptModel, TheWeightsComeFromTheFileNotTheSeed) {
   auto a = load("mlp.pt", 1), b = load("mlp.pt", 2);
   EXPECT_TRUE(same_bits(a->params(), b->params()));

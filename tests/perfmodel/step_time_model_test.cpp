@@ -33,6 +33,36 @@ TEST(StepTimeModel, RingAllreduce) {
   EXPECT_NEAR(exchange_seconds(c, 4), 0.0483, 1e-12);
 }
 
+TEST(StepTimeModel, PipelineFlowsInSlotsThenAllReducesEachStageAmongThePipelines) {
+  auto c = hand_case(ExchangeKind::Pipeline);
+  c.stages = 4;
+  c.microbatches = 8;
+  c.activation_bytes_per_sample = 1000;
+  // A slot: 4 rows x 1 ms / 4 stages of compute, and the activations' trip
+  // there and back: 2 (5e-5 + 4 x 1000 / 1.25e8) = 1.64e-4.
+  EXPECT_NEAR(pipeline_slot_seconds(c), 1e-3 + 1.64e-4, 1e-15);
+  const StepPrediction one = predict_step(c, 4);
+  EXPECT_NEAR(one.compute_s, 11 * 1e-3, 1e-12);     // M + S - 1 = 11 slots
+  EXPECT_NEAR(one.exchange_s, 11 * 1.64e-4, 1e-12);  // one pipeline: no all-reduce
+  EXPECT_NEAR(one.step_s, 11 * 1.164e-3, 1e-12);
+  EXPECT_NEAR(one.samples_per_s, 32 / one.step_s, 1e-9);
+  EXPECT_NEAR(one.bubble_fraction, 3.0 / 11, 1e-15);
+  EXPECT_DOUBLE_EQ(one.boundary_bytes, 2 * 32 * 1000);
+  // Two pipelines: each stage's quarter of the parameters by ring of 2,
+  // 2 (5e-5 + 1e6 / 4 x 4 / 2 / 1.25e8) = 0.0081; twice the samples.
+  const StepPrediction two = predict_step(c, 8);
+  EXPECT_NEAR(two.exchange_s, 11 * 1.64e-4 + 0.0081, 1e-12);
+  EXPECT_NEAR(two.samples_per_s, 64 / two.step_s, 1e-9);
+  // More micro-batches shrink the bubble.
+  c.microbatches = 32;
+  EXPECT_NEAR(predict_step(c, 4).bubble_fraction, 3.0 / 35, 1e-15);
+  EXPECT_NE(test::error_message([&] { predict_step(c, 6); }).find("6 workers do not make whole pipelines of 4 stages"),
+            std::string::npos);
+  c.microbatches = 33;
+  EXPECT_NE(test::error_message([&] { predict_step(c, 4); }).find("--microbatches must be from 1 to the batch, 32"),
+            std::string::npos);
+}
+
 TEST(StepTimeModel, HalvingDoublingRoundsLog2Up) {
   const auto c = hand_case(ExchangeKind::HalvingDoubling);
   // 2 log2(4) alpha + 2 (3/4) M / beta = 2e-4 + 0.048
@@ -238,7 +268,7 @@ TEST(StepTimeModel, RejectsImpossibleInputs) {
   c.cores_per_rank = 0;
   EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--cores-per-rank must be > 0 (got 0)");
   EXPECT_EQ(test::error_message([] { parse_exchange_kind("tree"); }),
-            "--exchange: unknown exchange 'tree' (choose ring, hd, allgather, ps, ps-async or hierarchical)");
+            "--exchange: unknown exchange 'tree' (choose ring, hd, allgather, ps, ps-async, hierarchical or pipeline)");
   c = hand_case(ExchangeKind::Hierarchical);
   c.memory_bytes_s = 0;
   EXPECT_EQ(test::error_message([&] { predict_step(c, 2); }), "--memory-bandwidth must be > 0 and at most 1e6 GB/s (got 0 GB/s)");

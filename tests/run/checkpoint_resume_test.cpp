@@ -494,7 +494,7 @@ TEST(CheckpointResume, EveryStrategyCheckpointsAndTheCadenceNeedsADirectory) {
   // them is refused a directory by the plan, naming these.
   for (auto name : StrategyRegistry::names()) EXPECT_TRUE(checkpoints(*StrategyRegistry::make(name))) << name;
   EXPECT_EQ(strategies_with_checkpoints(),
-            "hybrid, sequential, ps-sync, ps-backup, ssp, async, seq, mutex, rwlock, hogwild and leashed");
+            "hybrid, sequential, ps-sync, ps-backup, ssp, async, pipeline, seq, mutex, rwlock, hogwild and leashed");
   RunPlan plan = resumable_plan();
   plan.strategy = HogwildOptions{};
   plan.run.checkpoint_dir = "/tmp/never";

@@ -35,7 +35,7 @@ TEST(Divergence, EveryTrainerStrategyStopsWithTheResultAndNamesTheWorker) {
     if (std::holds_alternative<SeqOptions>(plan.strategy)) plan.run.workers = 1;
     explode(plan);
     World world = make_world(plan);
-    const RunResult r = run(plan, world, {}, test::data_only(test::small_clusters()));
+    const RunResult r = run(plan, world, {}, test::inputs_for(plan, test::small_clusters()));
     EXPECT_TRUE(r.diverged) << strategy;
     // "worker 1: the loss became inf at step 2 ...", or the shared-memory run's own words.
     EXPECT_FALSE(r.diverged_why.empty()) << strategy;

@@ -6,6 +6,8 @@
 
 #include "core/error.hpp"
 #include "data/synthetic.hpp"
+#include "layered_test_model.hpp"
+#include "plan/strategy_registry.hpp"
 #include "run/run.hpp"
 
 namespace ptrain::test {
@@ -13,6 +15,15 @@ namespace ptrain::test {
 inline RunInputs data_only(LoadedData data) {
   RunInputs inputs;
   inputs.data = std::move(data);
+  return inputs;
+}
+
+// The data, and for a pipeline a model of as many layers as it has stages
+// (the plan's softmax model is one layer, which no pipeline splits).
+inline RunInputs inputs_for(const RunPlan& plan, LoadedData data) {
+  RunInputs inputs = data_only(std::move(data));
+  if (const int stages = pipeline_stages_of(plan.strategy, plan.run.workers); stages > 0)
+    inputs.model = layered_model(std::vector<size_t>(static_cast<size_t>(stages - 1), 8));
   return inputs;
 }
 

@@ -36,13 +36,15 @@ TEST(Run, EveryStrategyTrainsWithEveryOptimizer) {
       const std::string what = std::string(strategy) + " x " + std::string(optimizer);
       try {
         World world = make_world(plan);
-        const RunResult r = run(plan, world, {}, data_only(data));
+        const RunResult r = run(plan, world, {}, test::inputs_for(plan, data));
         ASSERT_EQ(r.epochs.size(), 2u) << what;
         // The first loss: of the first step, or (shared memory) of the initial shared model.
         const double first = r.step_losses.empty() ? r.loss_curve.front().loss : r.step_losses.front();
         EXPECT_LT(r.epochs.back().train_loss, first) << what;
         EXPECT_GT(r.epochs.back().test_accuracy, 0.7) << what;  // chance: 1/3
-        EXPECT_EQ(r.parameters, 12u * 3u + 3u) << what;
+        if (pipeline_stages_of(plan.strategy, plan.run.workers) == 0) {  // a pipeline trains a layered model
+          EXPECT_EQ(r.parameters, 12u * 3u + 3u) << what;
+        }
       } catch (const Error& e) {
         const std::string message = e.what();
         EXPECT_EQ(message.find('\n'), std::string::npos) << what << ": " << message;
@@ -64,14 +66,14 @@ TEST(Run, EveryStrategyAppliesTheScheduledRateToEachEpochsUpdates) {
     if (std::holds_alternative<SeqOptions>(plan.strategy)) plan.run.workers = 1;  // seq: one thread
     const std::string what(strategy);
     World kept_world = make_world(plan);
-    const RunResult kept = run(plan, kept_world, {}, data_only(data));
+    const RunResult kept = run(plan, kept_world, {}, test::inputs_for(plan, data));
     ASSERT_EQ(kept.epochs.size(), 2u) << what;
     EXPECT_NE(kept.epochs[1].test_loss, kept.epochs[0].test_loss) << what;
     plan.run.lr_decay = LrDecay::Step;
     plan.run.lr_milestones = {1};
     plan.run.lr_gamma = 1e-30;
     World world = make_world(plan);
-    const RunResult decayed = run(plan, world, {}, data_only(data));
+    const RunResult decayed = run(plan, world, {}, test::inputs_for(plan, data));
     ASSERT_EQ(decayed.epochs.size(), 2u) << what;
     EXPECT_EQ(decayed.epochs[1].test_loss, decayed.epochs[0].test_loss) << what;
     EXPECT_GT(decayed.epochs[0].test_accuracy, 0.7) << what;  // epoch 1 trained at the full rate

@@ -1,7 +1,8 @@
 // Pipelines under mpirun: one stage per rank, activations and their
 // gradients between ranks, ends with the bits of one worker accumulating the
-// same micro-batches (both schedules), and a run stopped after a checkpoint
-// resumes on the ranks to the bits of the run that was never interrupted.
+// same micro-batches (both schedules); pipelines of two stages side by side
+// the bits of as many data-parallel workers; and a run stopped after a
+// checkpoint resumes on the ranks to the bits of the run never interrupted.
 #include <gtest/gtest.h>
 
 #include "comm/mpi_communicator.hpp"
@@ -19,13 +20,15 @@ ModelFactory deep_mlp(const Dataset& data) {
   return [&data](int) { return make_model(ModelConfig{"mlp", {12, 12, 12, 12, 12, 12, 12}, 3}, data.sample_shape(), 3); };
 }
 
-TrainConfig pipeline_config(int stages, PipelineSchedule schedule) {
+TrainConfig pipeline_config(int stages, PipelineSchedule schedule, int pipelines = 1) {
   TrainConfig c;
   PipelineOptions p;
+  p.stages = stages;
   p.schedule = schedule;
+  p.allreduce = AllreduceAlgorithm::Tree;
   c.make_strategy = strategy_factory(p);
   c.pipeline_stages = stages;
-  c.workers = stages;
+  c.workers = stages * pipelines;
   c.batch = 10;
   c.microbatches = 3;
   c.epochs = 2;
@@ -53,6 +56,25 @@ TEST(MpiPipeline, RanksAsStagesGiveTheBitsOfOneWorkerAccumulating) {
     ASSERT_EQ(ranks.pipeline.size(), static_cast<size_t>(world.size()));
     EXPECT_GT(ranks.pipeline.back().bytes_received, 0u);
   }
+}
+
+TEST(MpiPipeline, PipelinesOfTwoStagesGiveTheBitsOfDataParallelWorkers) {
+  MpiCommunicator world(std::chrono::seconds(60));
+  if (world.size() < 4 || world.size() % 2 != 0) GTEST_SKIP() << "needs two pipelines of two stages or more";
+  const Dataset data = make_gaussian_clusters(480, 6, 3, 2);
+  const int pipelines = world.size() / 2;
+  const RunResult ranks = train_on(world, pipeline_config(2, PipelineSchedule::OneForwardOneBackward, pipelines), data,
+                                   &data, deep_mlp(data));
+  if (world.rank() != 0) return;
+  TrainConfig parallel = pipeline_config(2, PipelineSchedule::OneForwardOneBackward, pipelines);
+  parallel.make_strategy = test::named_strategy("hybrid", 0, [](StrategyChoice& s) {
+    std::get<HybridOptions>(s).allreduce = AllreduceAlgorithm::Tree;  // rank order, as the pipelines' tree
+  });
+  parallel.pipeline_stages = 0;
+  parallel.workers = pipelines;
+  const RunResult reference = train(parallel, data, &data, deep_mlp(data));
+  EXPECT_EQ(ranks.final_params, reference.final_params);
+  EXPECT_EQ(ranks.step_losses, reference.step_losses);
 }
 
 TEST(MpiPipeline, RanksResumeToTheBitsOfTheUninterruptedRun) {

@@ -1,9 +1,10 @@
 // Pipeline model parallelism through run(): S stages on S workers taking M
 // micro-batches end with the bits of one worker accumulating the same M
-// micro-batches (both schedules, any cut, the MLP and the CNN), evaluation
-// and the result see the whole model, a run killed mid-way resumes to the
-// same bits, the report says what each stage did, and what cannot run is
-// refused saying why.
+// micro-batches (both schedules, any cut, the MLP and the CNN), G pipelines
+// side by side the bits of G data-parallel workers doing so, evaluation and
+// the result see the whole model, a run killed mid-way resumes to the same
+// bits, the report says what each stage did, and what cannot run is refused
+// saying why.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -32,13 +33,24 @@ RunPlan mlp_plan(int workers, size_t microbatches) {
   return plan;
 }
 
-RunPlan as_pipeline(RunPlan plan, int stages, PipelineSchedule schedule, std::vector<int64_t> boundaries = {}) {
+RunPlan as_pipeline(RunPlan plan, int stages, PipelineSchedule schedule, std::vector<int64_t> boundaries = {},
+                    int pipelines = 1, AllreduceAlgorithm allreduce = AllreduceAlgorithm::Ring) {
   PipelineOptions p;
   p.stages = stages;
   p.schedule = schedule;
   p.boundaries = std::move(boundaries);
+  p.allreduce = allreduce;
   plan.strategy = p;
-  plan.run.workers = stages;
+  plan.run.workers = stages * pipelines;
+  return plan;
+}
+
+// The same plan as G data-parallel workers each accumulating the micro-batches.
+RunPlan as_data_parallel(RunPlan plan, int workers, AllreduceAlgorithm allreduce) {
+  HybridOptions h;
+  h.allreduce = allreduce;
+  plan.strategy = h;
+  plan.run.workers = workers;
   return plan;
 }
 
@@ -82,6 +94,54 @@ TEST(Pipeline, AnyCutAndEveryOptimizerGiveTheSameBits) {
     for (const std::vector<int64_t>& cut : {std::vector<int64_t>{1}, {2}, {3}})
       expect_same_run(run_plan(as_pipeline(one, 2, PipelineSchedule::OneForwardOneBackward, cut), data_only(data)),
                       reference, fmt::format("{}, cut at {}", optimizer, cut[0]));
+  }
+}
+
+// Two pipelines' sums are a + b in either order, so any all-reduce gives the
+// bits of two data-parallel workers; with more, the tree adds in rank order
+// whatever the buckets.
+TEST(Pipeline, PipelinesSideBySideGiveTheBitsOfDataParallelWorkers) {
+  const LoadedData data = test::small_clusters();
+  for (const auto schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneForwardOneBackward}) {
+    const RunPlan one = mlp_plan(1, 3);
+    const RunResult two = run_plan(as_data_parallel(one, 2, AllreduceAlgorithm::Native), data_only(data));
+    expect_same_run(run_plan(as_pipeline(one, 2, schedule, {}, 2), data_only(data)), two,
+                    fmt::format("2 x 2, {}", enum_name(schedule)));
+    const RunResult three = run_plan(as_data_parallel(one, 3, AllreduceAlgorithm::Tree), data_only(data));
+    expect_same_run(run_plan(as_pipeline(one, 2, schedule, {}, 3, AllreduceAlgorithm::Tree), data_only(data)), three,
+                    fmt::format("3 pipelines of 2 stages, tree, {}", enum_name(schedule)));
+  }
+  // fp16 rounds each value alone: still the bits of two workers.
+  RunPlan half = mlp_plan(1, 2);
+  half.codec = Fp16Options{};
+  expect_same_run(run_plan(as_pipeline(half, 2, PipelineSchedule::OneForwardOneBackward, {}, 2), data_only(data)),
+                  run_plan(as_data_parallel(half, 2, AllreduceAlgorithm::Native), data_only(data)), "2 x 2, fp16");
+}
+
+// A codec compresses each stage's buckets, so top-k and DGC pick among a
+// stage's gradients rather than the whole model's: every codec trains.
+TEST(Pipeline, EveryCodecCompressesWhatThePipelinesExchange) {
+  const LoadedData data = test::small_clusters();
+  for (auto codec : CodecRegistry::names()) {
+    RunPlan plan = as_pipeline(mlp_plan(1, 2), 2, PipelineSchedule::OneForwardOneBackward, {}, 2);
+    plan.codec = *CodecRegistry::make(codec);
+    plan.optimizer = MomentumOptions{};
+    std::visit([](auto& o) { o.lr = 0.05f; }, plan.optimizer);
+    std::visit(
+        [](auto& c) {
+          if constexpr (requires { c.density; }) c.density = 0.2, c.warmup = 1;
+          if constexpr (requires { c.ratio; }) c.ratio = 0.2;
+        },
+        plan.codec);
+    const RunResult r = run_plan(plan, data_only(data));
+    ASSERT_EQ(r.epochs.size(), 2u) << codec;
+    EXPECT_LT(r.epochs.back().train_loss, r.epochs.front().train_loss) << codec;
+    EXPECT_GT(r.epochs.back().test_accuracy, 0.5) << codec;  // chance: 1/3 (DGC at 0.2 learns slowest in two epochs)
+    CodecStats total;
+    for (const auto& c : r.codec) total += c;
+    if (compresses(plan.codec)) {
+      EXPECT_GT(total.ratio(), 1.5) << codec;
+    }
   }
 }
 
@@ -149,6 +209,13 @@ TEST(Pipeline, ARunKilledMidwayResumesToTheBitsOfTheWholeRun) {
   for (const auto schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneForwardOneBackward}) {
     RunPlan plan = as_pipeline(mlp_plan(1, 3), 3, schedule);
     plan.optimizer = MomentumOptions{};
+    if (schedule == PipelineSchedule::GPipe) {  // two pipelines of 3 stages with DGC: each stage's codecs resume too
+      DgcOptions dgc;
+      dgc.density = 0.2, dgc.warmup = 1;
+      plan.codec = dgc;
+      plan.run.workers = 6;
+      plan.run.batch = 6;  // the same 60 steps an epoch
+    }
     const RunResult whole = run_plan(plan, data_only(data));
 
     test::ScratchDir dir;
@@ -216,6 +283,11 @@ TEST(Pipeline, WhatCannotRunIsRefusedSayingWhy) {
       << refusal(softmax);
   RunPlan big_micro = as_pipeline(mlp_plan(1, 13), 2, PipelineSchedule::GPipe);
   EXPECT_NE(refusal(big_micro).find("run.microbatches"), std::string::npos) << refusal(big_micro);
+  RunPlan one_codec = as_pipeline(mlp_plan(1, 2), 2, PipelineSchedule::GPipe);
+  one_codec.codec = Fp16Options{};
+  EXPECT_NE(refusal(one_codec).find("codec: one pipeline of 2 stages exchanges no gradients to compress"),
+            std::string::npos)
+      << refusal(one_codec);
   RunPlan uneven = as_pipeline(mlp_plan(1, 2), 2, PipelineSchedule::GPipe);
   uneven.run.workers = 3;
   EXPECT_NE(refusal(uneven).find("strategy.stages: 2 stages do not divide the 3 workers into whole pipelines"),

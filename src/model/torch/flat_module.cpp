@@ -93,6 +93,16 @@ FlatModule::Parts parts_of(const std::shared_ptr<torch::nn::Module>& module, For
     parts.parameters.emplace_back(item.key(), item.value());
   parts.forward = std::move(forward);
   parts.loss = std::move(loss);
+  // A Sequential is its children run in order (its own forward is that loop).
+  if (auto* net = dynamic_cast<torch::nn::SequentialImpl*>(module.get())) {
+    for (size_t c = 0; c < net->size(); ++c) {
+      size_t trained = 0;
+      for (const auto& p : net->ptr(c)->parameters(/*recurse=*/true)) trained += p.requires_grad() ? 1 : 0;
+      parts.children.push_back({fmt::format("{}: {}", c, net->ptr(c)->name()),
+                                [net, c](const torch::Tensor& x) { return (net->begin() + static_cast<std::ptrdiff_t>(c))->forward(x); },
+                                trained});
+    }
+  }
   // Raw pointer: the FlatModule holds the module and outlives its Parts.
   parts.set_training = [m = module.get()](bool on) { m->train(on); };
   return parts;
@@ -141,7 +151,6 @@ FlatModule::FlatModule(std::string name, std::shared_ptr<torch::nn::Module> modu
                        LossFunction loss, const ComputeDevice& device)
     : FlatModule(std::move(name), parts_of(module, std::move(forward), std::move(loss), torch_device(device)), device) {
   module_ = std::move(module);
-  sequential_ = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(module_);
 }
 
 FlatModule::FlatModule(std::string name, torch::nn::Sequential net, const ComputeDevice& device)
@@ -153,6 +162,7 @@ FlatModule::FlatModule(std::string name, Parts parts, const ComputeDevice& devic
       forward_(std::move(parts.forward)),
       loss_(std::move(parts.loss)),
       set_training_(std::move(parts.set_training)),
+      children_(std::move(parts.children)),
       device_(torch_device(device)),
       staged_(device.cuda || device.staged) {
   if (!forward_) throw Error("model " + name_ + ": no forward function given");
@@ -268,27 +278,27 @@ std::vector<int64_t> FlatModule::output_shape(const Batch& batch) {
 }
 
 std::vector<ModelLayer> FlatModule::layers(std::string& why_not) const {
-  if (!sequential_) {
-    why_not = "model " + name_ + " is not a torch::nn::Sequential, so it cannot be split into stages";
+  if (children_.empty()) {
+    why_not = "model " + name_ + " is not a Sequential (a module that runs its children in order), so it cannot be "
+              "split into pipeline stages";
     return {};
   }
   if (staged_) {
     why_not = "model " + name_ + ": pipeline stages compute on the CPU (run.device cpu)";
     return {};
   }
-  return sequential_layers(torch::nn::Sequential(sequential_), layout_, name_, why_not).layers;
+  return sequential_layers(children_, layout_, name_, why_not).layers;
 }
 
 std::unique_ptr<ModelStage> FlatModule::stage(size_t first, size_t end) {
   std::string why_not;
-  const SequentialLayers split =
-      sequential_ ? sequential_layers(torch::nn::Sequential(sequential_), layout_, name_, why_not) : SequentialLayers{};
+  const SequentialLayers split = sequential_layers(children_, layout_, name_, why_not);
   if (split.layers.empty() || staged_ || first >= end || end > split.layers.size())
     throw Error(fmt::format("model {}: no stage of layers [{}, {})", name_, first, end));
   const ModelLayer& last = split.layers[end - 1];
-  return std::make_unique<SequentialStage>(*this, torch::nn::Sequential(sequential_), split.first_child[first],
-                                           split.first_child[end], split.layers[first].first_segment,
-                                           last.first_segment + last.segments, end == split.layers.size());
+  return std::make_unique<SequentialStage>(*this, children_, split.first_child[first], split.first_child[end],
+                                           split.layers[first].first_segment, last.first_segment + last.segments,
+                                           end == split.layers.size());
 }
 
 Metrics FlatModule::evaluate(const Dataset& data) {

@@ -52,6 +52,15 @@ std::vector<std::pair<std::string, torch::Tensor>> bound_parameters(
 torch::Tensor input_tensor(const float* data, size_t count, const std::vector<int64_t>& sample_shape, Task task);
 torch::Tensor label_tensor(const int64_t* labels, size_t count, const std::vector<int64_t>& label_shape);
 
+// One child of a module that runs its children one after another (a
+// Sequential, built in C++ or scripted in Python): what a pipeline stage
+// calls (model/torch/sequential_stage.hpp).
+struct ModuleChild {
+  std::string name;
+  ForwardFunction forward;
+  size_t trained_parameters = 0;  // tensors it holds that require a gradient
+};
+
 class FlatModule : public Model {
  public:
   // What any module brings: its parameters by name (a tensor shared by two
@@ -64,6 +73,9 @@ class FlatModule : public Model {
     ForwardFunction forward;
     LossFunction loss;                       // empty: mean cross-entropy over the classes
     std::function<void(bool)> set_training;  // empty: the module has no such modes
+    // When the module is its children run in order, each of them: it then
+    // splits into pipeline stages. Empty otherwise.
+    std::vector<ModuleChild> children;
   };
 
   // The parts' parameters (and buffers) are on `device` already.
@@ -88,7 +100,8 @@ class FlatModule : public Model {
   // backward pass is done: no hook (false), every gradient final at the end.
   bool set_gradient_ready_hook(GradientReadyHook hook) override;
   DeviceTraffic device_traffic() const override { return traffic_; }
-  // A Sequential splits at its layers (model/torch/sequential_stage.hpp), on the CPU.
+  // A module of children run in order splits at its layers
+  // (model/torch/sequential_stage.hpp), on the CPU.
   std::vector<ModelLayer> layers(std::string& why_not) const override;
   std::unique_ptr<ModelStage> stage(size_t first, size_t end) override;
   // The mean loss of `output` against `labels`: the module's own, or cross-entropy.
@@ -111,10 +124,10 @@ class FlatModule : public Model {
 
   std::string name_;
   std::shared_ptr<torch::nn::Module> module_;
-  std::shared_ptr<torch::nn::SequentialImpl> sequential_;  // the module, when it is a Sequential
   ForwardFunction forward_;
   LossFunction loss_;
   std::function<void(bool)> set_training_;
+  std::vector<ModuleChild> children_;  // Parts::children
   FlatLayout layout_;
   torch::Device device_ = torch::kCPU;
   // Copies between host and device buffers each step: on a GPU, or on the

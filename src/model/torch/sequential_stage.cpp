@@ -14,14 +14,6 @@ namespace ptrain {
 
 namespace {
 
-// The parameters a child holds that the layout binds: those that require a gradient.
-size_t trained_parameters(const torch::nn::Module& child) {
-  size_t n = 0;
-  for (const auto& p : child.parameters(/*recurse=*/true))
-    if (p.requires_grad()) ++n;
-  return n;
-}
-
 std::vector<int64_t> shape_of(const torch::Tensor& t) { return {t.sizes().begin(), t.sizes().end()}; }
 
 void copy_out(const torch::Tensor& t, Activations& out) {
@@ -42,18 +34,18 @@ torch::Tensor view_of(const Activations& a, const char* what) {
 
 }  // namespace
 
-SequentialLayers sequential_layers(const torch::nn::Sequential& net, const FlatLayout& layout,
+SequentialLayers sequential_layers(const std::vector<ModuleChild>& children, const FlatLayout& layout,
                                    const std::string& model, std::string& why_not) {
   SequentialLayers out;
   size_t segment = 0;
-  for (size_t c = 0; c < net->size(); ++c) {
-    const size_t held = trained_parameters(*net->ptr(c));
+  for (size_t c = 0; c < children.size(); ++c) {
+    const size_t held = children[c].trained_parameters;
     if (held == 0) continue;  // joins the layer before it (or the first)
-    out.layers.push_back({fmt::format("{}: {}", c, net->ptr(c)->name()), segment, held});
+    out.layers.push_back({children[c].name, segment, held});
     out.first_child.push_back(out.layers.size() == 1 ? 0 : c);
     segment += held;
   }
-  out.first_child.push_back(net->size());
+  out.first_child.push_back(children.size());
   if (segment != layout.segments().size()) {
     why_not = fmt::format("model {}: its layers' parameters are not its {} tensors in order (shared weights?), so "
                           "it cannot be split into stages",
@@ -63,10 +55,10 @@ SequentialLayers sequential_layers(const torch::nn::Sequential& net, const FlatL
   return out;
 }
 
-SequentialStage::SequentialStage(FlatModule& model, torch::nn::Sequential net, size_t first_child,
+SequentialStage::SequentialStage(FlatModule& model, const std::vector<ModuleChild>& children, size_t first_child,
                                  size_t end_child, size_t first_segment, size_t end_segment, bool last)
     : model_(model),
-      net_(std::move(net)),
+      children_(children),
       first_child_(first_child),
       end_child_(end_child),
       first_(first_child == 0),
@@ -79,9 +71,8 @@ SequentialStage::SequentialStage(FlatModule& model, torch::nn::Sequential net, s
 
 torch::Tensor SequentialStage::run_children(torch::Tensor x, size_t& bytes) {
   bytes = 0;
-  for (auto child = net_->begin() + static_cast<std::ptrdiff_t>(first_child_);
-       child != net_->begin() + static_cast<std::ptrdiff_t>(end_child_); ++child) {
-    x = child->forward(x);
+  for (size_t c = first_child_; c < end_child_; ++c) {
+    x = children_[c].forward(x);
     bytes += static_cast<size_t>(x.nbytes());
   }
   return x;

@@ -15,6 +15,35 @@
 
 namespace ptrain {
 
+namespace {
+
+// The interpreter runs the same ATen operators, and the same autograd, as a
+// C++ module without the graph optimizer, whose profiling executor's
+// differentiable subgraphs cost time on these small CPU models.
+ForwardFunction plain_forward(torch::jit::Method method) {
+  return [method = std::move(method)](const torch::Tensor& x) -> torch::Tensor {
+    torch::jit::GraphOptimizerEnabledGuard plain(false);
+    return method({x}).toTensor();
+  };
+}
+
+// A scripted torch.nn.Sequential runs its children in order: a pipeline may
+// cut it between them. Any other module's forward is its own.
+std::vector<ModuleChild> sequential_children(const torch::jit::Module& module) {
+  const auto type = module.type()->name();
+  if (!type || !type->qualifiedName().ends_with("torch.nn.modules.container.Sequential")) return {};
+  std::vector<ModuleChild> children;
+  for (const auto& child : module.named_children()) {
+    size_t trained = 0;
+    for (const auto& p : child.value.named_parameters(/*recurse=*/true)) trained += p.value.requires_grad() ? 1 : 0;
+    children.push_back({child.name + ": " + child.value.type()->name()->name(),
+                        plain_forward(child.value.get_method("forward")), trained});
+  }
+  return children;
+}
+
+}  // namespace
+
 torch::jit::Module load_torchscript_network(const std::string& path) {
   const std::string what = "model torchscript: " + path + ": ";
   std::error_code ec;
@@ -49,13 +78,8 @@ std::unique_ptr<Model> TorchScriptOptions::make(const ModelInput& input) const {
   FlatModule::Parts parts;
   for (const auto& p : module.named_parameters(/*recurse=*/true)) parts.parameters.emplace_back(p.name, p.value);
   // A Method holds its module: the functions below keep it alive.
-  parts.forward = [forward = *forward](const torch::Tensor& x) -> torch::Tensor {
-    // Without the graph optimizer the interpreter runs the same ATen operators,
-    // and the same autograd, as a C++ module: the profiling executor's
-    // differentiable subgraphs cost time on these small CPU models.
-    torch::jit::GraphOptimizerEnabledGuard plain(false);
-    return forward({x}).toTensor();
-  };
+  parts.forward = plain_forward(*forward);
+  parts.children = sequential_children(module);
   if (const auto loss = module.find_method("loss")) {
     parts.loss = [loss = *loss](const torch::Tensor& output, const torch::Tensor& labels) -> torch::Tensor {
       torch::jit::GraphOptimizerEnabledGuard plain(false);

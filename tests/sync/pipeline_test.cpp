@@ -1,0 +1,80 @@
+// Pipelines without LibTorch (so under the sanitizers too), on the plain C++
+// layered model: stages give the bits of one worker accumulating the same
+// micro-batches, pipelines side by side the bits of data-parallel workers,
+// and a run stopped after a checkpoint resumes to the same bits.
+#include <gtest/gtest.h>
+
+#include "run/run_fixtures.hpp"
+#include "test_support.hpp"
+
+namespace ptrain {
+namespace {
+
+RunPlan layered_plan(int workers, size_t microbatches) {
+  RunPlan plan = test::softmax_plan(workers, 12, 2);
+  plan.optimizer = MomentumOptions{};
+  std::visit([](auto& o) { o.lr = 0.05f; }, plan.optimizer);
+  plan.run.microbatches = microbatches;
+  return plan;
+}
+
+RunResult run_layered(const RunPlan& plan, const LoadedData& data) {
+  RunInputs inputs = test::data_only(data);
+  inputs.model = test::layered_model({8, 6});  // three layers
+  World world = make_world(plan);
+  return run(plan, world, {}, inputs);
+}
+
+RunPlan pipeline_of(RunPlan plan, int stages, int pipelines, PipelineSchedule schedule) {
+  PipelineOptions p;
+  p.stages = stages;
+  p.schedule = schedule;
+  p.allreduce = AllreduceAlgorithm::Tree;
+  plan.strategy = p;
+  plan.run.workers = stages * pipelines;
+  return plan;
+}
+
+TEST(PipelineLayered, StagesAndPipelinesGiveTheBitsOfAccumulatingWorkers) {
+  const LoadedData data = test::small_clusters();
+  for (const auto schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneForwardOneBackward}) {
+    const RunResult one = run_layered(layered_plan(1, 3), data);
+    for (const int stages : {2, 3}) {
+      const RunResult split = run_layered(pipeline_of(layered_plan(1, 3), stages, 1, schedule), data);
+      EXPECT_EQ(split.final_params, one.final_params) << stages << " stages, " << enum_name(schedule);
+      EXPECT_EQ(split.step_losses, one.step_losses) << stages << " stages, " << enum_name(schedule);
+    }
+    RunPlan parallel = layered_plan(2, 3);
+    parallel.strategy = HybridOptions{.allreduce = AllreduceAlgorithm::Tree};
+    const RunResult two = run_layered(parallel, data);
+    const RunResult pipelines = run_layered(pipeline_of(layered_plan(1, 3), 3, 2, schedule), data);
+    EXPECT_EQ(pipelines.final_params, two.final_params) << "2 x 3, " << enum_name(schedule);
+    EXPECT_EQ(pipelines.step_losses, two.step_losses) << "2 x 3, " << enum_name(schedule);
+    EXPECT_GT(pipelines.epochs.back().test_accuracy, 0.8);
+  }
+}
+
+TEST(PipelineLayered, ARunStoppedAfterACheckpointResumesToTheSameBits) {
+  const LoadedData data = test::small_clusters();  // 30 steps an epoch for each of 2 pipelines
+  RunPlan plan = pipeline_of(layered_plan(1, 2), 3, 2, PipelineSchedule::OneForwardOneBackward);
+  const RunResult whole = run_layered(plan, data);
+  test::ScratchDir dir;
+  RunPlan cut = plan;
+  cut.run.checkpoint_dir = dir.file("ckpt");
+  cut.run.checkpoint_every = Cadence{7, 0};
+  cut.run.max_steps = 40;  // stops there, as if killed after the checkpoint at step 35
+  run_layered(cut, data);
+  RunPlan resumed_plan = plan;
+  resumed_plan.run.checkpoint_dir = cut.run.checkpoint_dir;
+  RunInputs inputs = test::data_only(data);
+  inputs.model = test::layered_model({8, 6});
+  inputs.resume = cut.run.checkpoint_dir;
+  World world = make_world(resumed_plan);
+  const RunResult resumed = run(resumed_plan, world, {}, inputs);
+  EXPECT_EQ(resumed.resumed_at_step, 35u);
+  EXPECT_EQ(resumed.final_params, whole.final_params);
+  EXPECT_EQ(resumed.step_losses, whole.step_losses);
+}
+
+}  // namespace
+}  // namespace ptrain
