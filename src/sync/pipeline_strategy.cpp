@@ -133,6 +133,9 @@ PipelineStageWorker::PipelineStageWorker(Model& model, Communicator& comm, const
       stage_(comm.rank() % stages_),
       group_(comm.rank() / stages_),
       links_(comm, stage_ > 0 ? comm.rank() - 1 : -1, stage_ + 1 < stages_ ? comm.rank() + 1 : -1) {
+  if (stages_ < 1 || comm.size() % stages_ != 0)  // the plan says so first; a library caller may not ask it
+    throw Error(fmt::format("strategy.stages: {} stages do not divide the {} workers into whole pipelines", stages_,
+                            comm.size()));
   std::string why_not;
   layers_ = model.layers(why_not);
   if (layers_.empty()) throw Error(why_not);
