@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -243,14 +244,17 @@ TEST(PtrainCli, BenchAllreduceChecksEveryAlgorithm) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 1 + 5 * 3);
   EXPECT_NE(o.out.find("memory copy ceiling"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("ceiling %"), std::string::npos) << o.out;
-  // Each measurement's share of the memory-copy ceiling, the CSV's last field.
+  // Each measurement's share of the memory-copy ceiling, the CSV's last field:
+  // a percentage (with two decimals, a small all-reduce on a loaded machine
+  // may well show 0.00, so nothing about its size is asserted).
   std::istringstream rows(std::string(csv.begin(), csv.end()));
   std::string row;
   std::getline(rows, row);
   EXPECT_TRUE(row.ends_with(",ceiling_pct")) << row;
   while (std::getline(rows, row))
     if (row.find("stream-copy") == std::string::npos) {
-      EXPECT_GT(std::stod(row.substr(row.rfind(',') + 1)), 0) << row;
+      const double pct = std::stod(row.substr(row.rfind(',') + 1));
+      EXPECT_TRUE(std::isfinite(pct) && pct >= 0) << row;
     }
   const Outcome bad = run_ptrain("bench allreduce --sizes 4XB");
   EXPECT_NE(bad.exit_code, 0);
