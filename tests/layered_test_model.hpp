@@ -106,7 +106,6 @@ class LayeredTestModel : public Model {
       Held& h = held_[slot];
       h.rows = micro.size();
       std::vector<float> x = first_ == 0 ? micro.features : in.values;
-      if (first_ == 0) h.labels = micro.labels;
       for (size_t l = first_; l < end_; ++l) {
         h.inputs.push_back(x);
         std::vector<float> y;

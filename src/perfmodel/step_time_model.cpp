@@ -207,9 +207,9 @@ StepPrediction predict_pipeline_step(const StepModelConfig& c, size_t workers) {
 StepPrediction predict_step(const StepModelConfig& c, size_t workers) {
   validate_step_model(c);
   if (workers < 1) throw Error("workers must be at least 1");
+  if (c.exchange == ExchangeKind::Pipeline) return predict_pipeline_step(c, workers);
   StepPrediction p;
   p.workers = workers;
-  if (c.exchange == ExchangeKind::Pipeline) return predict_pipeline_step(c, workers);
   p.compute_s = expected_compute_seconds(c, workers);
   p.exchange_s = exchange_seconds(c, workers);
   p.codec_s = workers > 1 || through_servers(c.exchange) ? codec_seconds(c, workers) : 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 namespace ptrain {
 
@@ -11,10 +12,10 @@ EpochMetrics summarize_epoch(size_t epoch, double seconds, size_t batch, size_t 
   m.epoch = epoch + 1;
   m.seconds = seconds;
   // A pipeline's stages all report its loss: one of them speaks for it.
-  std::vector<std::vector<std::byte>> own;
+  std::vector<std::span<const std::byte>> own;
   for (size_t r = 0; r < losses.size(); r += shared_by) own.push_back(losses[r]);
   size_t longest = 0, total = 0;
-  for (const auto& bytes : own) {
+  for (const auto bytes : own) {
     longest = std::max(longest, bytes.size() / sizeof(float));
     total += bytes.size() / sizeof(float);
   }
@@ -26,7 +27,7 @@ EpochMetrics summarize_epoch(size_t epoch, double seconds, size_t batch, size_t 
   for (size_t k = 0; k < longest; ++k) {
     float step_sum = 0;
     int count = 0;
-    for (const auto& bytes : own) {
+    for (const auto bytes : own) {
       if ((k + 1) * sizeof(float) > bytes.size()) continue;
       float l;
       std::memcpy(&l, bytes.data() + k * sizeof(float), sizeof l);

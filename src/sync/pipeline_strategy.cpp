@@ -89,6 +89,11 @@ class PipelineStageWorker : public WorkerStrategy {
   std::vector<std::pair<std::string, std::string>> notes() const override;
 
  private:
+  // The parameters stage `s` holds, in this worker's copy of the model.
+  std::span<float> stage_params(size_t s) {
+    const ParameterSpan span = span_of(model_, layers_, cut_[s], cut_[s + 1]);
+    return model_.params().subspan(span.offset, span.count);
+  }
   std::span<float> my_params() { return model_.params().subspan(span_.offset, span_.count); }
   std::span<float> my_grads() { return model_.grads().subspan(span_.offset, span_.count); }
   void run_passes(const Batch& batch, double& loss);
@@ -165,11 +170,8 @@ PipelineStageWorker::PipelineStageWorker(Model& model, Communicator& comm, const
 // worker 0's checkpoint part holds the whole model).
 void PipelineStageWorker::start() {
   if (comm_.rank() == 0) {
-    for (int r = 1; r < comm_.size(); ++r) {
-      const size_t s = static_cast<size_t>(r % stages_);
-      const ParameterSpan span = span_of(model_, layers_, cut_[s], cut_[s + 1]);
-      comm_.send(r, kTagPipelineModel, std::as_bytes(model_.params().subspan(span.offset, span.count)));
-    }
+    for (int r = 1; r < comm_.size(); ++r)
+      comm_.send(r, kTagPipelineModel, std::as_bytes(stage_params(static_cast<size_t>(r % stages_))));
   } else {
     comm_.recv(0, kTagPipelineModel, std::as_writable_bytes(my_params()));
   }
@@ -197,7 +199,6 @@ float PipelineStageWorker::step(const Batch& batch, const StepInfo& info) {
   const float shared = share_loss(loss);
   stats_.idle_seconds += waited + clock.seconds();
   update(info);
-  stats_.bytes_sent = links_.bytes_sent(), stats_.bytes_received = links_.bytes_received();
   ++stats_.steps;
   return shared;
 }
@@ -308,10 +309,8 @@ void PipelineStageWorker::gather_model() {
     comm_.send(0, kTagPipelineModel, std::as_bytes(my_params()));
     return;
   }
-  for (int s = 1; s < stages_; ++s) {
-    const ParameterSpan span = span_of(model_, layers_, cut_[static_cast<size_t>(s)], cut_[static_cast<size_t>(s) + 1]);
-    comm_.recv(s, kTagPipelineModel, std::as_writable_bytes(model_.params().subspan(span.offset, span.count)));
-  }
+  for (int s = 1; s < stages_; ++s)
+    comm_.recv(s, kTagPipelineModel, std::as_writable_bytes(stage_params(static_cast<size_t>(s))));
 }
 
 void PipelineStageWorker::finish() {
