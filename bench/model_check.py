@@ -20,6 +20,22 @@ parameter servers with the link's rate (a shard serves one request at a time,
 a single stream that fills the link). Prints the table, writes
 OUT_DIR/model-check.csv, then projects to 1,024 workers as 128 hosts x 8
 threads (OUT_DIR/projection.csv).
+
+The pipelines (labels pipe-*) are calibrated on two of their own runs,
+GPipe with 1 and with 8 micro-batches: the first gives the compute (the
+stages take turns) and the time of a message between stages (a shaped
+link's token bucket passes a message that fits its burst faster than the
+rate), the second what each micro-batch costs a stage beyond its samples
+(its gradient zeroed, written and summed: memory traffic of the stage's
+size). Each stage's share of the parameters is its share of the compute;
+a message waits the latency the probe of as many hosts measured (ranks
+sharing the cores wait to be scheduled). They get a table of their own
+beside the dense ring: samples/s, the bubble (the mean of the stages' idle
+fractions), the bytes the busiest worker sends a step (activations, their
+gradients and a stage's all-reduce) and its peak memory (its state and the
+activations it held at the most, counted from the layers' widths and the
+schedule's micro-batches in flight), each predicted and measured
+(OUT_DIR/pipelines.csv).
 """
 import csv
 import functools
@@ -46,11 +62,19 @@ LABELS = {  # label: (name in the table, simulate's options; S: the run's server
     "ssp": ("ssp (s = 2), S shards", ["--exchange", "ps-async", "--servers", "S"]),
     "hierarchical": ("hierarchical, 2 hosts x 2 threads", ["--exchange", "hierarchical", "--local-workers", "2"]),
 }
+PIPELINE = "pipe-"  # the labels of pipeline runs, whose options come from their reports' plans
+PIPELINE_CALIBRATION = ("pipe-gpipe-1", "pipe-gpipe-8")
+EAGER_LIMIT = 65536  # OpenMPI's TCP transport sends messages up to this without waiting for the receiver
+OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "nesterov": 1, "adam": 2}
+
+
+def known_label(label):
+    return label in LABELS or label.startswith(PIPELINE)
 
 
 def steady_step_s(report):
     # Worker 0's steps (under ssp and async the curve may go on with another worker's, without times).
-    points = [(p["step"], p["seconds"]) for p in report["loss_curve"] if p["seconds"] > 0]
+    points = [(p["step"], p["seconds"]) for p in report["loss_curve"] if (p["seconds"] or 0) > 0]
     first = next((p for p in points if p[0] == SKIP), None)
     last = points[-1] if points else None
     if first is None or last[0] <= SKIP:
@@ -111,7 +135,7 @@ def main():
     repeats = {}  # (rate, workers, label): [(report, steady step s), ...]
     for name in sorted(os.listdir(out)):
         m = re.fullmatch(r"(\w+)-(\d+)-([\w-]+)(?:\.\d+)?\.json", name)
-        if m and m.group(3) in LABELS:
+        if m and known_label(m.group(3)):
             report = json.load(open(os.path.join(out, name)))
             key = (m.group(1), int(m.group(2)), m.group(3))
             repeats.setdefault(key, []).append((report, steady_step_s(report)))
@@ -165,7 +189,7 @@ def main():
 
     rows = []
     for run in runs:
-        if run["rate"] == first_rate and run["label"] == CALIBRATION:
+        if run["rate"] == first_rate and run["label"] == CALIBRATION or run["label"].startswith(PIPELINE):
             continue
         if run["workers"] not in compute_ms:
             continue
@@ -192,6 +216,8 @@ def main():
             f.write(f'{r[0]},{r[1]},"{r[2]}",{r[3]:.3f},{r[4]:.3f},{r[5]:.4f},{r[6]},{r[7][0] * 1000:.3f},'
                     f'{r[7][1] * 1000:.3f}\n')
 
+    pipeline_table(out, ptrain, runs, first_rate, compute_ms, cores, common)
+
     # The projection: 128 hosts x 8 threads, each thread a core (the compute of 2 workers on these 2
     # cores), a host's memory 8 times what one core copies here (read + written, from a probe's ceiling).
     if 2 in compute_ms:
@@ -208,6 +234,176 @@ def main():
         print("\nprojection to 128 hosts x 8 threads (hierarchical) against a flat ring over the same workers:")
         print("ptrain simulate " + " ".join(args))
         print(text)
+
+
+def layer_widths(plan, classes):
+    """The MLP's layers' output widths, and the bytes a sample's outputs of each hold for its backward
+    (a hidden layer's Linear and ReLU, the last layer's Linear)."""
+    if plan["model"]["name"] != "mlp":
+        sys.exit("model_check.py: pipelines are predicted for the mlp model only")
+    widths = list(plan["model"]["hidden"]) + [classes]
+    held = [4 * (2 * w if i + 1 < len(widths) else w) for i, w in enumerate(widths)]
+    return widths, held
+
+
+def pipeline_args(out, run, compute_ms, microbatch_ns, hop_gbit, cores):
+    """simulate's options for a pipeline run: its stages' shares of the parameters as their shares of
+    the compute, the activations' width at the cut, and the link at a message's size."""
+    report = run["report"]
+    plan, w = report["plan"], run["workers"]
+    micro, batch = plan["run"]["microbatches"], plan["run"]["batch"]
+    mine = sorted((s for s in report["pipeline"] if s["pipeline"] == 0), key=lambda s: s["stage"])
+    widths, _ = layer_widths(plan, report["run"]["classes"])
+    activation = max(4 * widths[s["first_layer"] - 1] for s in mine[1:])
+    # A message between two neighbours, at the latency a message had among as many ranks as the run's
+    # sharing the cores (a rank waits for the one it needs to be scheduled); the pipelines' all-reduce
+    # of a stage's gradient at what the ring carried at its size.
+    latency = link(out, run["rate"], w, "ring", activation * batch / micro)[1]
+    largest = 4 * max(s["parameters"] for s in mine)
+    bandwidth = link(out, run["rate"], max(2, w // plan["strategy"]["stages"]), "ring", largest)[0]
+    return ["--workers", str(w), "--parameters", str(report["run"]["parameters"]), "--batch", str(batch),
+            "--compute-per-sample", f"{compute_ms:.9g}", "--microbatch-cost", f"{microbatch_ns:.9g}",
+            "--bandwidth", f"{bandwidth:.4f}", "--hop-bandwidth", f"{hop_gbit:.4f}", "--latency", f"{latency:.1f}",
+            "--cores-per-rank",
+            f"{cores / w:.4f}", "--exchange", "pipeline", "--stages", str(plan["strategy"]["stages"]),
+            "--microbatches", str(micro), "--schedule", plan["strategy"]["schedule"], "--activation-bytes",
+            str(activation), "--stage-shares", ",".join(str(s["parameters"]) for s in mine), "--eager-limit",
+            str(EAGER_LIMIT)]
+
+
+def stages_of(report, pipeline=0):
+    return sorted((s for s in report["pipeline"] if s["pipeline"] == pipeline), key=lambda s: s["stage"])
+
+
+def calibrate_pipelines(out, ptrain, runs, rate, workers, cores):
+    """(compute ms per sample, ns per parameter per micro-batch, hop Gbit/s) from the 1- and
+    8-micro-batch GPipe runs at `rate`. With one micro-batch the stages take turns: their compute
+    (the report's) is the samples' and one micro-batch's cost on every stage, and the rest of the step
+    is 2 (S - 1) messages, one after another, each at most a burst of the shaped link's token bucket
+    (512 KiB), which passes it faster than the rate: their time gives the hop's rate. The cost per
+    micro-batch is then what makes the 8-micro-batch run's step, the compute per sample following it."""
+    def find(label):
+        return next((r for r in runs if r["rate"] == rate and r["workers"] == workers and r["label"] == label), None)
+
+    one, eight = find(PIPELINE_CALIBRATION[0]), find(PIPELINE_CALIBRATION[1])
+    if one is None or eight is None:
+        sys.exit(f"model_check.py: the pipelines of {workers} workers are calibrated on "
+                 f"{' and '.join(PIPELINE_CALIBRATION)} at {rate}")
+    report = one["report"]
+    batch, parameters = report["plan"]["run"]["batch"], report["run"]["parameters"]
+    stages = stages_of(report)
+    compute = sum(s["compute_ms_per_step"] for s in stages)
+    optimizer = max(s["optimizer_ms_per_step"] for s in stages)
+    hops = 2 * (len(stages) - 1)
+    args = pipeline_args(out, one, 1, 0, 1, cores)
+    latency_ms = float(args[args.index("--latency") + 1]) * 1e-3
+    activation = float(args[args.index("--activation-bytes") + 1])
+    per_hop = (one["step_s"] * 1000 - compute - optimizer) / hops - latency_ms
+    hop_gbit = activation * batch * 8 / (per_hop * 1e-3) / 1e9 if per_hop > 0 else 1e3
+
+    def per_sample(ns):
+        return (compute - ns * 1e-6 * parameters) / batch
+
+    def step_of_eight(ns):
+        args = pipeline_args(out, eight, per_sample(ns), ns, hop_gbit, cores)
+        return float(simulate(ptrain, out, args)[0]["step_ms"])
+
+    low, high = 0.0, compute / (parameters * 1e-6) * (1 - 1e-9)
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (mid, high) if step_of_eight(mid) < eight["step_s"] * 1000 else (low, mid)
+    return per_sample(low), low, hop_gbit
+
+
+def pipeline_prediction(out, ptrain, run, compute_ms, microbatch_ns, hop_gbit, cores):
+    """(name, predicted, measured): samples/s, bubble, bytes sent a step and peak memory of a pipeline
+    run's busiest worker (the bubble: the mean over the stages)."""
+    report = run["report"]
+    plan, w = report["plan"], run["workers"]
+    stages, schedule = plan["strategy"]["stages"], plan["strategy"]["schedule"]
+    micro, batch = plan["run"]["microbatches"], plan["run"]["batch"]
+    groups = w // stages
+    mine = sorted((s for s in report["pipeline"] if s["pipeline"] == 0), key=lambda s: s["stage"])
+    widths, held = layer_widths(plan, report["run"]["classes"])
+    activation = max(4 * widths[s["first_layer"] - 1] for s in mine[1:])
+    row = simulate(ptrain, out, pipeline_args(out, run, compute_ms, microbatch_ns, hop_gbit, cores))[0]
+    slots = OPTIMIZER_SLOTS[plan["optimizer"]["name"]]
+    sent, memory = [], []
+    for s in mine:
+        k = s["stage"]
+        boundaries = (k > 0) + (k + 1 < stages)
+        sent.append(boundaries * batch * activation + 2 * (groups - 1) / groups * 4 * s["parameters"])
+        in_flight = micro if schedule == "gpipe" else min(stages - k, micro)
+        layers = range(s["first_layer"], s["end_layer"])
+        memory.append((3 + slots) * 4 * s["parameters"] + in_flight * batch / micro * sum(held[i] for i in layers))
+    everyone = report["pipeline"]
+    predicted = {"samples_s": float(row["samples_per_s"]), "bubble": float(row["bubble_fraction"]),
+                 "bytes": max(sent), "memory": max(memory)}
+    measured = {"samples_s": groups * batch / run["step_s"],
+                "bubble": statistics.mean(s["idle_fraction"] for s in everyone),
+                "bytes": max(s["bytes_sent_per_step"] + s["allreduce_bytes_sent_per_step"] for s in everyone),
+                "memory": max(s["peak_bytes"] for s in everyone)}
+    name = (f"pipeline, {stages} stages, {'GPipe' if schedule == 'gpipe' else '1F1B'}, M = {micro}" if groups == 1
+            else f"{groups} x {stages} data x pipeline, {'GPipe' if schedule == 'gpipe' else '1F1B'}, M = {micro}")
+    return name, predicted, measured
+
+
+def pipeline_table(out, ptrain, runs, first_rate, compute_ms, cores, common):
+    """The pipelines beside the dense ring of as many workers, at each rate."""
+    pipes = [r for r in runs if r["label"].startswith(PIPELINE)]
+    if not pipes:
+        return
+    calibrated = {}
+    for w in sorted({r["workers"] for r in pipes}):
+        calibrated[w] = calibrate_pipelines(out, ptrain, runs, first_rate, w, cores)
+        per_sample, microbatch_ns, hop_gbit = calibrated[w]
+        print(f"\npipelines of {w} workers calibrated on {' and '.join(PIPELINE_CALIBRATION)} at {first_rate}: "
+              f"{per_sample:.4f} ms of compute per sample, {microbatch_ns:.3f} ns per parameter of a stage per "
+              f"micro-batch, messages between stages at {hop_gbit:.2f} Gbit/s")
+    table = []
+    for rate in sorted({r["rate"] for r in pipes}):
+        for w in sorted(calibrated):
+            for ring in (r for r in runs if r["rate"] == rate and r["label"] == "ring" and r["workers"] == w):
+                report = ring["report"]
+                p = report["run"]["parameters"]
+                row = simulate(ptrain, out, common(ring, compute_ms[w]))[0]
+                widths, held = layer_widths(report["plan"], report["run"]["classes"])
+                batch = report["plan"]["run"]["batch"]
+                slots = OPTIMIZER_SLOTS[report["plan"]["optimizer"]["name"]]
+                predicted = {"samples_s": float(row["samples_per_s"]), "bubble": 0,
+                             "bytes": 2 * (w - 1) / w * 4 * p, "memory": (3 + slots) * 4 * p + batch * sum(held)}
+                measured = {"samples_s": w * batch / ring["step_s"], "bubble": None,
+                            "bytes": max(c["bytes_sent_per_step"] for c in report["comm"]), "memory": None}
+                table.append((rate, w, "data parallel, dense ring", predicted, measured, ring))
+            for run in (r for r in pipes if r["rate"] == rate and r["workers"] == w):
+                name, predicted, measured = pipeline_prediction(out, ptrain, run, *calibrated[w], cores)
+                if rate == first_rate and run["label"] in PIPELINE_CALIBRATION:
+                    name += " (calibrated on)"
+                table.append((rate, w, name, predicted, measured, run))
+
+    def cell(key, predicted, measured, scale, form):
+        m = measured[key]
+        if m is None:
+            return f"{form.format(predicted[key] * scale)} | - | -"
+        error = f"{100 * (predicted[key] / m - 1):+.1f}%" if m else "-"
+        return f"{form.format(predicted[key] * scale)} | {form.format(m * scale)} | {error}"
+
+    print("\npipelines against the dense ring of as many workers, on the same global batch; "
+          "each figure predicted | measured | error")
+    print("| rate | workers | configuration | samples/s | | | bubble % | | | MiB sent a step | | | peak MiB | | | "
+          "runs: step ms, fastest to slowest |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    keys = ("samples_s", "bubble", "bytes", "memory")
+    with open(os.path.join(out, "pipelines.csv"), "w") as f:
+        f.write("rate,workers,configuration," + ",".join(f"predicted_{k},measured_{k}" for k in keys) + "\n")
+        for rate, w, name, predicted, measured, run in table:
+            print(f"| {rate} | {w} | {name} | {cell('samples_s', predicted, measured, 1, '{:.0f}')} | "
+                  f"{cell('bubble', predicted, measured, 100, '{:.0f}')} | "
+                  f"{cell('bytes', predicted, measured, 2**-20, '{:.2f}')} | "
+                  f"{cell('memory', predicted, measured, 2**-20, '{:.1f}')} | "
+                  f"{run['repeats']}: {run['spread'][0] * 1000:.1f} to {run['spread'][1] * 1000:.1f} |")
+            f.write(f'{rate},{w},"{name}",' + ",".join(
+                f"{predicted[k]:.6g},{'' if measured[k] is None else f'{measured[k]:.6g}'}" for k in keys) + "\n")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,11 @@
 # workers; dense ring (with and without overlap), halving-doubling, fp16,
 # int8, DGC at 99.9%; parameter servers synchronous (ps-sync), asynchronous
 # (async) and bounded-stale (ssp); and, on 4 workers, hierarchical all-reduce
-# over 2 hosts x 2 threads. Before each rate's runs an all-reduce
+# over 2 hosts x 2 threads; and the model split into pipeline stages, one a
+# worker (GPipe and 1F1B, 1, 4 and 8 micro-batches), and on 4 workers 2
+# pipelines of 2 stages, each pipeline taking the batch its share of the
+# workers would (W x BATCH through W stages), so that every configuration of
+# a worker count trains on the same global batch. Before each rate's runs an all-reduce
 # over 2 and over 4 hosts (ring and halving-doubling, 4 KiB to 16 MiB) measures
 # what a link carries in each pattern at the gradient's size, and the latency
 # of a message (the 4 KiB all-reduce's time over its 2(H-1) messages).
@@ -54,7 +58,8 @@ rm -f "$out"/*.json "$out"/*.txt "$out"/*.log
 
 "$build/ptrain" bench compress --sizes 4M --codecs fp16,int8,dgc --csv "$out/codecs.csv" > /dev/null
 
-# label | workers | ranks | options (the label names the run's files: no spaces)
+# label | workers | ranks | options (the label names the run's files: no spaces; BW and B2: the batch a
+# pipeline of W or 2 stages takes, BATCH x W or x 2)
 configs=(
   "ring|W|W|--allreduce ring --no-overlap"
   "ring-overlap|W|W|--allreduce ring --overlap"
@@ -66,6 +71,13 @@ configs=(
   "async|W|W+S|--strategy async"
   "ssp|W|W+S|--strategy ssp --staleness 2"
   "hierarchical|4|2|--allreduce hierarchical --local-workers 2 --no-overlap"
+  "pipe-gpipe-1|W|W|--strategy pipeline --stages W --schedule gpipe --microbatches 1 --batch BW"
+  "pipe-gpipe-4|W|W|--strategy pipeline --stages W --schedule gpipe --microbatches 4 --batch BW"
+  "pipe-gpipe-8|W|W|--strategy pipeline --stages W --schedule gpipe --microbatches 8 --batch BW"
+  "pipe-1f1b-1|W|W|--strategy pipeline --stages W --schedule 1f1b --microbatches 1 --batch BW"
+  "pipe-1f1b-4|W|W|--strategy pipeline --stages W --schedule 1f1b --microbatches 4 --batch BW"
+  "pipe-1f1b-8|W|W|--strategy pipeline --stages W --schedule 1f1b --microbatches 8 --batch BW"
+  "pipe-2x2|4|4|--strategy pipeline --stages 2 --schedule 1f1b --microbatches 4 --batch B2"
 )
 for rate in $rates; do
   "$netcluster" up 6 --name "$name" --rate "$rate" >/dev/null
@@ -82,15 +94,19 @@ for rate in $rates; do
       for config in "${configs[@]}"; do
         IFS='|' read -r label w ranks options <<<"$config"
         [[ "$w" == W || "$w" == "$workers" ]] || continue
+        [[ "$ranks" == *S* ]] && options="$options --servers $servers"
         ranks=${ranks//W+S/$((workers + servers))}
         ranks=${ranks//W/$workers}
-        [[ "$options" == *--strategy* ]] && options="$options --servers $servers"
+        options=${options//--stages W/--stages $workers}
+        [[ "$options" == *--batch* ]] || options="$options --batch $batch"
+        options=${options//BW/$((batch * workers))}
+        options=${options//B2/$((batch * 2))}
         run="$rate-$workers-$label"
         [[ "$run" =~ $only ]] || continue
         (( repeat > 1 )) && run="$run.$repeat"  # the first repeat's files keep the plain name
         # shellcheck disable=SC2086
         twice "$out/$run.log" "$run" "$netcluster" run "$ranks" --name "$name" -- "$build/ptrain" train \
-          --model mlp --hidden "$hidden" --batch "$batch" --optimizer momentum --lr 0.01 --epochs 1 \
+          --model mlp --hidden "$hidden" --optimizer momentum --lr 0.01 --epochs 1 \
           --max-steps "$steps" --log-every 1 --train-samples $((workers * batch * (steps + 1))) --comm-timeout 600 \
           --transport "$train_transport" $options --report "$out/$run.json"
       done

@@ -101,6 +101,8 @@ new_case; expect option "--strategy pipeline: --microbatches 33 of a batch of 32
   "$ptrain" train @SHORT@ --strategy pipeline --microbatches 33
 new_case; expect option "--strategy pipeline: 2 stages of 3 workers" 2 "--stages: 2 stages do not divide the 3 workers" -- \
   "$ptrain" train @SHORT@ --strategy pipeline --workers 3 --stages 2
+new_case; expect option "--strategy pipeline --balance memory" 2 "--balance" -- \
+  "$ptrain" train @SHORT@ --strategy pipeline --balance memory
 new_case; expect option "--strategy pipeline: more stages than workers" 2 "--stages: 4 stages need as many workers" -- \
   "$ptrain" train @SHORT@ --strategy pipeline --stages 4
 new_case; expect option "--strategy pipeline: --boundaries past the last layer" 2 "--boundaries: boundaries 5: each must be a layer index" -- \
@@ -386,6 +388,15 @@ new_case; expect simulate "--servers -1" 2 "--servers" -- "${sim[@]}" --servers 
 new_case; expect simulate "--backup -1" 2 "--backup" -- "${sim[@]}" --backup -1
 new_case; expect simulate "--cores-per-rank nan" 2 "--cores-per-rank" -- "${sim[@]}" --cores-per-rank nan
 new_case; expect simulate "--straggler-mean inf" 2 "--straggler-mean" -- "${sim[@]}" --straggler-mean inf
+new_case; expect simulate "--exchange pipeline --schedule zigzag" 2 "--schedule: expected one of gpipe, 1f1b" -- \
+  "${sim[@]}" --exchange pipeline --schedule zigzag
+new_case; expect simulate "--exchange pipeline: 2 stage shares for 4 stages" 2 "--stage-shares: 2 shares for 4 stages" -- \
+  "${sim[@]}" --workers 4 --exchange pipeline --stages 4 --stage-shares 1,2
+new_case; expect simulate "--exchange pipeline: a stage share of 0" 2 "--stage-shares must each be > 0" -- \
+  "${sim[@]}" --workers 4 --exchange pipeline --stages 2 --stage-shares 1,0
+new_case; expect simulate "--microbatch-cost -1" 2 "--microbatch-cost" -- "${sim[@]}" --exchange pipeline --microbatch-cost -1
+new_case; expect simulate "--hop-bandwidth nan" 2 "--hop-bandwidth" -- "${sim[@]}" --exchange pipeline --hop-bandwidth nan
+new_case; expect simulate "--eager-limit -1" 2 "--eager-limit" -- "${sim[@]}" --exchange pipeline --eager-limit -1
 new_case; expect simulate "--exchange carrier-pigeon" 2 "--exchange" -- "${sim[@]}" --exchange carrier-pigeon
 new_case; expect simulate "--codec dgc (sparse)" 2 "--codec" -- "${sim[@]}" --codec dgc
 new_case; null_device

@@ -57,6 +57,10 @@ CONFIGS = {
                                              "--compress dgc --optimizer momentum", ("threads",)),
     "pipeline 3 stages, 1F1B, none, Adam": ("--strategy pipeline --hidden 128,64 --microbatches 4 --optimizer adam",
                                             ("mpirun",)),
+    # The cut from the layers' measured times, kept by the checkpoints: a resumed run goes on with it.
+    "pipeline 3 stages, cut by time, GPipe, none, momentum": (
+        "--strategy pipeline --hidden 128,64 --balance time --schedule gpipe --microbatches 2 --optimizer momentum",
+        ("mpirun",)),
 }
 KINDS = ("kill", "stop", "disk-full", "corrupt")
 RANKS = 3

@@ -8,6 +8,7 @@
 #include "cli/path_option.hpp"
 #include "compress/codec_registry.hpp"
 #include "core/error.hpp"
+#include "core/fields.hpp"
 #include "perfmodel/calibration.hpp"
 #include "perfmodel/codec_costs.hpp"
 #include "run/result_file.hpp"
@@ -70,6 +71,22 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   cmd->add_option("--activation-bytes", m.activation_bytes_per_sample,
                   "pipeline: bytes of activations crossing each stage boundary per sample (a report's pipeline "
                   "section says what a run sent)");
+  cmd->add_option("--schedule", o.schedule, "pipeline: the order of each stage's passes, gpipe or 1f1b");
+  cmd->add_option("--stage-shares", m.stage_shares,
+                  "pipeline: each stage's share of the compute and the parameters, comma-separated and relative (a "
+                  "report's stages' parameters; default: equal)")
+      ->delimiter(',');
+  cmd->add_option("--microbatch-cost", o.microbatch_ns_per_parameter,
+                  "pipeline: what each micro-batch costs a stage beyond its samples, nanoseconds per parameter of "
+                  "the stage (its gradient zeroed, written and summed, its weights read; bench/model_check.py "
+                  "calibrates it)");
+  cmd->add_option("--hop-bandwidth", o.hop_bandwidth_gbit,
+                  "pipeline: Gbit/s the activations' messages cross a link at (0: --bandwidth; a link shaped by a "
+                  "token bucket, as tools/netcluster's are, passes a message that fits its burst faster)");
+  cmd->add_option("--eager-limit", m.eager_limit_bytes,
+                  "pipeline: messages of at most this many bytes are sent without waiting for the receiver, larger "
+                  "ones wait for it (OpenMPI's TCP transport: 65536; threads: every message, so any size past the "
+                  "activations')");
   cmd->add_option("--memory-bandwidth", o.memory_gbytes_s,
                   "hierarchical: a host's memory bandwidth, GB/s read plus written (bench allreduce's copy ceiling)");
   cmd->add_option("--codec", o.codec, "Dense exchanges: none, fp16 or int8");
@@ -105,6 +122,9 @@ int run_simulate_command(SimulateOptions& o) {
   check_sparse_codec(o.sparse_codec);
   base.compute_per_sample_s = o.compute_per_sample_ms * 1e-3;
   base.memory_bytes_s = o.memory_gbytes_s * 1e9;
+  if (const auto wrong = field_from_text(base.schedule, o.schedule)) throw Error("--schedule: " + *wrong);
+  base.microbatch_s_per_parameter = o.microbatch_ns_per_parameter * 1e-9;
+  base.hop_bandwidth_bits_s = o.hop_bandwidth_gbit * 1e9;
   std::vector<ExchangeKind> exchanges;
   for (const auto& e : o.exchanges) exchanges.push_back(parse_exchange_kind(e));
   for (double b : o.bandwidths_gbit)
@@ -141,11 +161,10 @@ int run_simulate_command(SimulateOptions& o) {
              base.parameters / 1e6, base.batch, base.compute_per_sample_s * 1000, o.latency_us, o.codec,
              base.overlap ? "overlap with backward" : "no overlap");
   if (std::find(exchanges.begin(), exchanges.end(), ExchangeKind::Pipeline) != exchanges.end())
-    fmt::print("pipeline: {} stages, {} micro-batches a step (bubble {:.0f}%), {:g} bytes of activations a sample "
-               "across each boundary; batch {} per pipeline\n",
-               base.stages, base.microbatches,
-               100.0 * static_cast<double>(base.stages - 1) / static_cast<double>(base.microbatches + base.stages - 1),
-               base.activation_bytes_per_sample, base.batch);
+    fmt::print("pipeline: {} stages, {} micro-batches a step, {}, {:g} bytes of activations a sample across each "
+               "boundary; batch {} per pipeline (equal stages and free messages would idle {:.0f}% of the step)\n",
+               base.stages, base.microbatches, enum_name(base.schedule), base.activation_bytes_per_sample, base.batch,
+               100.0 * static_cast<double>(base.stages - 1) / static_cast<double>(base.microbatches + base.stages - 1));
   // Each exchange's model, its codec cost read once.
   std::map<ExchangeKind, StepModelConfig> model_of;
   for (auto e : exchanges) {

@@ -23,6 +23,9 @@ struct SimulateOptions {
   std::string calibrate_report;    // a `ptrain train --report` file
   double calibrate_bandwidth_gbit = 1;
   std::string csv_path;
+  std::string schedule = "1f1b";  // pipeline: gpipe or 1f1b
+  double microbatch_ns_per_parameter = 0;
+  double hop_bandwidth_gbit = 0;  // pipeline: 0, --bandwidth
 };
 
 CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& options);

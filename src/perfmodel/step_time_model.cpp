@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "perfmodel/pipeline_flow.hpp"
 
 namespace ptrain {
 
@@ -67,8 +68,20 @@ void validate_step_model(const StepModelConfig& c) {
   if (c.stages < 1) throw Error("--stages must be at least 1");
   if (c.microbatches < 1 || c.microbatches > c.batch)
     throw Error(fmt::format("--microbatches must be from 1 to the batch, {} (got {})", c.batch, c.microbatches));
+  if (!c.stage_shares.empty() && c.stage_shares.size() != c.stages)
+    throw Error(fmt::format("--stage-shares: {} shares for {} stages", c.stage_shares.size(), c.stages));
+  for (const double w : c.stage_shares)
+    if (!(w > 0) || !(w <= 1e15)) throw Error(fmt::format("--stage-shares must each be > 0 (got {:g})", w));
   if (!(c.activation_bytes_per_sample >= 0) || !(c.activation_bytes_per_sample <= 1e15))
     throw Error(fmt::format("--activation-bytes must be >= 0 and at most 1e15 (got {:g})", c.activation_bytes_per_sample));
+  if (!(c.hop_bandwidth_bits_s >= 0) || !(c.hop_bandwidth_bits_s <= 1e18))
+    throw Error(fmt::format("--hop-bandwidth must be >= 0 and at most 1e9 Gbit/s (got {:g} Gbit/s)",
+                            c.hop_bandwidth_bits_s / 1e9));
+  if (!(c.microbatch_s_per_parameter >= 0) || !(c.microbatch_s_per_parameter <= 1))
+    throw Error(fmt::format("--microbatch-cost must be >= 0 and at most 1e9 ns (got {:g} ns)",
+                            c.microbatch_s_per_parameter * 1e9));
+  if (!(c.eager_limit_bytes >= 0) || std::isnan(c.eager_limit_bytes))
+    throw Error(fmt::format("--eager-limit must be >= 0 (got {:g})", c.eager_limit_bytes));
 }
 
 size_t pipelines_of(const StepModelConfig& c, size_t workers) {
@@ -77,12 +90,13 @@ size_t pipelines_of(const StepModelConfig& c, size_t workers) {
   return workers / c.stages;
 }
 
-double pipeline_slot_seconds(const StepModelConfig& c) {
-  const double rows = static_cast<double>(c.batch) / static_cast<double>(c.microbatches);
-  const double compute = c.compute_per_sample_s * rows / static_cast<double>(c.stages);
-  if (c.stages < 2) return compute;
-  const double beta = c.bandwidth_bits_s / 8;
-  return compute + 2 * (c.latency_s + c.activation_bytes_per_sample * rows / beta);
+std::vector<double> stage_shares_of(const StepModelConfig& c) {
+  if (c.stage_shares.empty()) return std::vector<double>(c.stages, 1.0 / static_cast<double>(c.stages));
+  double sum = 0;
+  for (const double w : c.stage_shares) sum += w;
+  std::vector<double> shares;
+  for (const double w : c.stage_shares) shares.push_back(w / sum);
+  return shares;
 }
 
 double exchange_seconds(const StepModelConfig& c, size_t workers) {
@@ -118,7 +132,8 @@ double exchange_seconds(const StepModelConfig& c, size_t workers) {
     case ExchangeKind::Pipeline: {  // the stage's share, by ring among the pipelines
       const double g = static_cast<double>(pipelines_of(c, workers));
       if (g < 2) return 0;
-      return 2 * (g - 1) * (c.latency_s + dense / static_cast<double>(c.stages) / g / beta);
+      const auto shares = stage_shares_of(c);  // the largest stage's holders finish last
+      return 2 * (g - 1) * (c.latency_s + dense * *std::max_element(shares.begin(), shares.end()) / g / beta);
     }
     case ExchangeKind::Hierarchical: {
       const size_t threads = std::min(c.local_workers, workers);
@@ -149,7 +164,8 @@ double codec_seconds(const StepModelConfig& c, size_t workers) {
     case ExchangeKind::SparseAllgather: per_value = enc + n * dec; break;
     case ExchangeKind::Pipeline: {  // its stage's share, through a ring of the pipelines
       const double g = static_cast<double>(pipelines_of(c, workers));
-      per_value = g < 2 ? 0 : (enc + dec) * (1 + (g - 1) / g) / static_cast<double>(c.stages);
+      const auto shares = stage_shares_of(c);
+      per_value = g < 2 ? 0 : (enc + dec) * (1 + (g - 1) / g) * *std::max_element(shares.begin(), shares.end());
       break;
     }
     case ExchangeKind::ParameterServer:
@@ -181,23 +197,35 @@ bool through_servers(ExchangeKind kind) {
 
 namespace {
 
-// The pipeline's flow, its slots' compute and transfers apart, then the
-// all-reduce among the pipelines (no overlap: a stage updates once its
-// last backward pass is done).
+// The pipeline's flow (perfmodel/pipeline_flow.hpp), then the all-reduce
+// among the pipelines (no overlap: a stage updates once its last backward
+// pass is done).
 StepPrediction predict_pipeline_step(const StepModelConfig& c, size_t workers) {
   StepPrediction p;
   p.workers = workers;
   const size_t pipelines = pipelines_of(c, workers);
-  const double slots = static_cast<double>(c.microbatches + c.stages - 1);
   const double rows = static_cast<double>(c.batch) / static_cast<double>(c.microbatches);
-  const double stage_compute = c.compute_per_sample_s * rows / static_cast<double>(c.stages);
-  p.compute_s = slots * stage_compute;
-  p.exchange_s = slots * (pipeline_slot_seconds(c) - stage_compute) + exchange_seconds(c, workers);
+  PipelineFlowConfig flow_config;
+  flow_config.schedule = c.schedule;
+  flow_config.microbatches = c.microbatches;
+  for (const double share : stage_shares_of(c)) {
+    const double pass = c.compute_per_sample_s * rows * share;
+    flow_config.forward_s.push_back(pass * (1 - c.backward_fraction));
+    flow_config.backward_s.push_back(pass * c.backward_fraction + c.microbatch_s_per_parameter * c.parameters * share);
+  }
+  const double hop_bits_s = c.hop_bandwidth_bits_s > 0 ? c.hop_bandwidth_bits_s : c.bandwidth_bits_s;
+  flow_config.transfer_s = c.activation_bytes_per_sample * rows / (hop_bits_s / 8);
+  flow_config.hop_s = c.latency_s + flow_config.transfer_s;
+  flow_config.blocking = c.activation_bytes_per_sample * rows > c.eager_limit_bytes;
+  flow_config.cores_per_rank = c.cores_per_rank;
+  const PipelineFlow flow = simulate_pipeline_flow(flow_config);
+  p.compute_s = *std::max_element(flow.compute_s.begin(), flow.compute_s.end());
+  p.exchange_s = flow.step_s - p.compute_s + exchange_seconds(c, workers);
   p.codec_s = pipelines > 1 ? codec_seconds(c, workers) : 0;
   p.step_s = p.compute_s + p.exchange_s + p.codec_s;
   p.samples_per_s = static_cast<double>(pipelines * c.batch) / p.step_s;
   p.efficiency = p.samples_per_s / (static_cast<double>(workers) / c.compute_per_sample_s);
-  p.bubble_fraction = static_cast<double>(c.stages - 1) / slots;
+  for (const double idle : flow.idle_s) p.bubble_fraction += idle / p.step_s / static_cast<double>(c.stages);
   p.boundary_bytes = c.stages > 1 ? 2 * static_cast<double>(c.batch) * c.activation_bytes_per_sample : 0;
   return p;
 }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/pipeline_schedule.hpp"
+
 namespace ptrain {
 
 enum class ExchangeKind {
@@ -28,10 +30,10 @@ enum class ExchangeKind {
   Hierarchical,
   // Pipelines of `stages` workers (sync/pipeline_strategy.hpp), N / S of
   // them side by side: each step the batch flows through the stages as M
-  // micro-batches, (M + S - 1) slots of one stage's share of a micro-batch's
-  // compute and its activations' trip forward and back (the bubble: (S - 1)
-  // of them idle on every stage), then the N / S workers holding each stage
-  // all-reduce its 1/S of the parameters by ring.
+  // micro-batches in the schedule's order (perfmodel/pipeline_flow.hpp: with
+  // equal stages and free messages, (M + S - 1) slots of which (S - 1) idle
+  // on every stage, the bubble), then the N / S workers holding each stage
+  // all-reduce its share of the parameters by ring.
   Pipeline,
 };
 
@@ -75,6 +77,23 @@ struct StepModelConfig {
   size_t stages = 1;
   size_t microbatches = 1;
   double activation_bytes_per_sample = 0;
+  PipelineSchedule schedule = PipelineSchedule::OneForwardOneBackward;
+  // The rate a pipeline's messages cross a link at (0: bandwidth_bits_s). A
+  // link shaped by a token bucket (tc tbf, tools/netcluster) lets a message
+  // that fits its burst through faster than its rate, and a pipeline's
+  // messages come one at a time between the stages' passes.
+  double hop_bandwidth_bits_s = 0;
+  // Messages of at most this many bytes are sent eagerly, larger ones by
+  // rendezvous (perfmodel/pipeline_flow.hpp): 64 KiB is OpenMPI's TCP
+  // transport's default; threads send every message eagerly.
+  double eager_limit_bytes = 65536;
+  // Each stage's share of the compute and of the parameters, relative (empty: equal).
+  std::vector<double> stage_shares;
+  // What each micro-batch costs a stage beyond its samples, seconds per
+  // parameter of the stage: its gradient zeroed, written and summed into the
+  // step's, its weights read, whatever the micro-batch's rows (counted with
+  // the backward pass).
+  double microbatch_s_per_parameter = 0;
 };
 
 struct StepPrediction {
@@ -85,7 +104,8 @@ struct StepPrediction {
   double step_s = 0;
   double samples_per_s = 0;
   double efficiency = 0;    // samples/s over N x one worker's samples/s without communication
-  // Pipeline: the fraction of the step each stage idles, (S - 1) / (M + S - 1);
+  // Pipeline: the fraction of the step a stage idles, on average over the
+  // stages ((S - 1) / (M + S - 1) when they are equal and messages free);
   // and the bytes crossing each boundary a step, the activations and their gradients.
   double bubble_fraction = 0;
   double boundary_bytes = 0;
@@ -97,9 +117,8 @@ void validate_step_model(const StepModelConfig& config);
 // Pipeline: how N workers make pipelines (N / S of them); throws
 // ptrain::Error when S does not divide N.
 size_t pipelines_of(const StepModelConfig& config, size_t workers);
-// Pipeline: one slot of the flow, a stage's share of a micro-batch's compute
-// and the activations' trip to the next stage and their gradients' back.
-double pipeline_slot_seconds(const StepModelConfig& config);
+// Pipeline: each stage's share of the compute and of the parameters, summing to 1.
+std::vector<double> stage_shares_of(const StepModelConfig& config);
 
 // The exchange's time on N workers (0 for one worker, except with parameter servers).
 // Hierarchical: min(T, N) threads on each of ceil(N / T) hosts; within a host

@@ -71,6 +71,7 @@ nlohmann::json pipeline_json(const std::vector<PipelineStageStats>& stages) {
                    {"optimizer_ms_per_step", 1e3 * s.optimizer_seconds / steps},
                    {"idle_fraction", s.idle_fraction()},
                    {"bytes_sent_per_step", static_cast<double>(s.bytes_sent) / steps},
+                   {"allreduce_bytes_sent_per_step", static_cast<double>(s.allreduce_bytes_sent) / steps},
                    {"bytes_received_per_step", static_cast<double>(s.bytes_received) / steps},
                    {"peak_activation_bytes", s.peak_activation_bytes},
                    {"micro_batches_in_flight", s.micro_batches_in_flight},

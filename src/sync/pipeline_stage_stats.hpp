@@ -18,6 +18,7 @@ struct PipelineStageStats {
   double allreduce_seconds = 0;  // with several pipelines: averaging the stage's gradient among them
   double optimizer_seconds = 0;  // updating the stage's parameters
   uint64_t bytes_sent = 0, bytes_received = 0;  // activations and their gradients, over the steps
+  uint64_t allreduce_bytes_sent = 0;            // with several pipelines: the stage's gradient, over the steps
   uint64_t peak_activation_bytes = 0;  // layer outputs held for backward passes, at the most
   uint64_t micro_batches_in_flight = 0;  // whose activations it held at once, at the most
   uint64_t state_bytes = 0;  // its parameters, gradients, their running sum and the optimizer's state

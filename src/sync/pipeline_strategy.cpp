@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <optional>
 
@@ -15,19 +17,24 @@
 #include "core/timeline.hpp"
 #include "sync/gradient_reducer.hpp"
 #include "sync/pipeline_links.hpp"
+#include "sync/pipeline_profile.hpp"
 #include "sync/pipeline_split.hpp"
 
 namespace ptrain {
 
 namespace {
 
-// Where a model's layers are cut for `stages` stages: the user's
-// boundaries, or stages of balanced parameter counts.
-std::vector<size_t> cut_for(const PipelineOptions& options, Model& model, const std::vector<ModelLayer>& layers,
-                            size_t stages) {
+void check_stage_count(const Model& model, const std::vector<ModelLayer>& layers, size_t stages) {
   if (stages > layers.size())
     throw Error(fmt::format("strategy.stages: {} stages of model {}'s {} layers (at most one stage per layer)", stages,
                             model.name(), layers.size()));
+}
+
+// Where a model's layers are cut for `stages` stages before any step: the
+// user's boundaries, or stages of balanced parameter counts; nothing when
+// the cut waits for the layers' measured times.
+std::optional<std::vector<size_t>> cut_before_training(const PipelineOptions& options, Model& model,
+                                                       const std::vector<ModelLayer>& layers, size_t stages) {
   if (!options.boundaries.empty()) {
     try {
       return cut_at(options.boundaries, layers.size(), stages);
@@ -35,6 +42,7 @@ std::vector<size_t> cut_for(const PipelineOptions& options, Model& model, const 
       throw Error(fmt::format("strategy.boundaries: {}", e.what()));
     }
   }
+  if (options.balance == PipelineBalance::Time) return std::nullopt;
   const auto& segments = model.layout().segments();
   std::vector<double> costs;
   for (const ModelLayer& layer : layers) {
@@ -45,6 +53,17 @@ std::vector<size_t> cut_for(const PipelineOptions& options, Model& model, const 
   }
   return balanced_cut(costs, stages);
 }
+
+// A cut read back from a checkpoint, checked against this run's layers and stages.
+void check_saved_cut(const std::vector<size_t>& cut, size_t layers, size_t stages) {
+  bool fits = cut.size() == stages + 1 && cut.front() == 0 && cut.back() == layers;
+  for (size_t s = 0; fits && s < stages; ++s) fits = cut[s] < cut[s + 1];
+  if (!fits)
+    throw Error(fmt::format("its pipeline cut [{}] is not {} stages of this model's {} layers", fmt::join(cut, ", "),
+                            stages, layers));
+}
+
+constexpr int kProfileRepeats = 3;  // the quickest of them: the first pays for first touches of memory
 
 // The span of the layout that layers [first, end) hold.
 struct ParameterSpan {
@@ -96,6 +115,12 @@ class PipelineStageWorker : public WorkerStrategy {
   }
   std::span<float> my_params() { return model_.params().subspan(span_.offset, span_.count); }
   std::span<float> my_grads() { return model_.grads().subspan(span_.offset, span_.count); }
+  // Everything that depends on where the layers are cut.
+  void place(std::vector<size_t> cut);
+  // Worker 0 measures its layers on the step's first micro-batch and every worker takes the cut they balance.
+  void cut_by_time(const Batch& batch);
+  // Every stage from worker 0's parameters.
+  void hand_out_parameters();
   void run_passes(const Batch& batch, double& loss);
   void forward(const PipelinePass& pass, const PipelinePass* next, const Batch& batch, double& loss);
   void backward(const PipelinePass& pass, const PipelinePass* next, size_t rows);
@@ -106,10 +131,12 @@ class PipelineStageWorker : public WorkerStrategy {
   Communicator& comm_;
   const PipelineOptions options_;
   OptimizerConfig optimizer_config_;
+  CodecConfig codec_;
   size_t microbatches_;
   int stages_, stage_, group_;
   std::vector<ModelLayer> layers_;
-  std::vector<size_t> cut_;  // the stages' first layers, and the layer count
+  std::vector<size_t> cut_;  // the stages' first layers, and the layer count (empty until placed)
+  std::vector<LayerCost> layer_costs_;  // worker 0, when it measured them
   ParameterSpan span_;       // this stage's parameters
   std::unique_ptr<ModelStage> model_stage_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -133,6 +160,7 @@ PipelineStageWorker::PipelineStageWorker(Model& model, Communicator& comm, const
       comm_(comm),
       options_(options),
       optimizer_config_(config.optimizer),
+      codec_(config.codec),
       microbatches_(std::max<size_t>(config.microbatches, 1)),
       stages_(options.stages_of(workers)),
       stage_(comm.rank() % stages_),
@@ -144,31 +172,53 @@ PipelineStageWorker::PipelineStageWorker(Model& model, Communicator& comm, const
   std::string why_not;
   layers_ = model.layers(why_not);
   if (layers_.empty()) throw Error(why_not);
-  cut_ = cut_for(options, model, layers_, static_cast<size_t>(stages_));
-  const size_t first = cut_[static_cast<size_t>(stage_)], end = cut_[static_cast<size_t>(stage_) + 1];
-  span_ = span_of(model, layers_, first, end);
-  model_stage_ = model.stage(first, end);
-  if (!model_stage_) throw Error(fmt::format("model {}: cannot run layers [{}, {}) as a stage", model.name(), first, end));
-  optimizer_ = make_optimizer(config.optimizer, span_.count);
-  if (comm.size() > stages_) {
-    stage_layout_ = layout_of(model, layers_, first, end);
+  check_stage_count(model, layers_, static_cast<size_t>(stages_));
+  if (comm.size() > stages_)
     holders_ = std::make_unique<SubgroupCommunicator>(comm, holders_of(stage_, stages_, comm.size()));
-    reducer_ = std::make_unique<GradientReducer>(*holders_, options.allreduce, my_grads(), stage_layout_,
-                                                 options.bucket_size.bytes, /*overlap=*/false, config.codec);
-  }
   passes_ = pipeline_passes(options.schedule, static_cast<size_t>(stage_), static_cast<size_t>(stages_), microbatches_);
-  earlier_.resize(span_.count);
   out_shapes_.resize(microbatches_);
   stats_.stage = stage_, stats_.group = group_;
+  stats_.micro_batches_in_flight = micro_batches_in_flight(passes_);
+  if (auto cut = cut_before_training(options, model, layers_, static_cast<size_t>(stages_))) place(std::move(*cut));
+}
+
+void PipelineStageWorker::place(std::vector<size_t> cut) {
+  cut_ = std::move(cut);
+  const size_t first = cut_[static_cast<size_t>(stage_)], end = cut_[static_cast<size_t>(stage_) + 1];
+  span_ = span_of(model_, layers_, first, end);
+  model_stage_ = model_.stage(first, end);
+  if (!model_stage_)
+    throw Error(fmt::format("model {}: cannot run layers [{}, {}) as a stage", model_.name(), first, end));
+  optimizer_ = make_optimizer(optimizer_config_, span_.count);
+  if (holders_) {
+    stage_layout_ = layout_of(model_, layers_, first, end);
+    reducer_ = std::make_unique<GradientReducer>(*holders_, options_.allreduce, my_grads(), stage_layout_,
+                                                 options_.bucket_size.bytes, /*overlap=*/false, codec_);
+  }
+  earlier_.assign(span_.count, 0.0f);
   stats_.first_layer = first, stats_.end_layer = end;
   stats_.parameters = span_.count;
-  stats_.micro_batches_in_flight = micro_batches_in_flight(passes_);
   stats_.state_bytes = (3 + optimizer_->state_slots()) * span_.count * sizeof(float);
+}
+
+void PipelineStageWorker::cut_by_time(const Batch& batch) {
+  std::vector<uint64_t> cut(static_cast<size_t>(stages_) + 1);
+  if (comm_.rank() == 0) {
+    const MicrobatchRows rows = microbatch_rows(batch.size(), microbatches_, 0);
+    batch.slice_into(rows.begin, rows.end, micro_);
+    layer_costs_ = measure_layers(model_, layers_.size(), micro_, kProfileRepeats);
+    std::vector<double> seconds;
+    for (const LayerCost& c : layer_costs_) seconds.push_back(c.seconds);
+    const std::vector<size_t> balanced = balanced_cut(seconds, static_cast<size_t>(stages_));
+    std::copy(balanced.begin(), balanced.end(), cut.begin());
+  }
+  comm_.broadcast(std::as_writable_bytes(std::span<uint64_t>(cut)), 0);
+  place({cut.begin(), cut.end()});
 }
 
 // Every stage starts from worker 0's parameters (its own after a resume:
 // worker 0's checkpoint part holds the whole model).
-void PipelineStageWorker::start() {
+void PipelineStageWorker::hand_out_parameters() {
   if (comm_.rank() == 0) {
     for (int r = 1; r < comm_.size(); ++r)
       comm_.send(r, kTagPipelineModel, std::as_bytes(stage_params(static_cast<size_t>(r % stages_))));
@@ -177,10 +227,19 @@ void PipelineStageWorker::start() {
   }
 }
 
+// A cut that waits for measured times is made at the first step, on its batch.
+void PipelineStageWorker::start() {
+  if (!cut_.empty()) hand_out_parameters();
+}
+
 float PipelineStageWorker::step(const Batch& batch, const StepInfo& info) {
   if (batch.size() < microbatches_)
     throw Error(fmt::format("a batch of {} sample(s) cannot be split into {} micro-batches", batch.size(),
                             microbatches_));
+  if (cut_.empty()) {
+    cut_by_time(batch);
+    hand_out_parameters();
+  }
   const double idle_before = links_.idle_seconds();
   Stopwatch clock;
   optimizer_->set_lr(lr_at(optimizer_config_, info.epoch));
@@ -214,6 +273,7 @@ void PipelineStageWorker::update(const StepInfo& info) {
     return;
   }
   double updating = 0;
+  const uint64_t sent_before = comm_.stats().bytes_sent;
   reducer_->begin_step(info);
   reducer_->finish_step([&](const GradientBucket& bucket) {
     Stopwatch bucket_clock;
@@ -225,14 +285,28 @@ void PipelineStageWorker::update(const StepInfo& info) {
   optimizer_->end_step();
   stats_.optimizer_seconds += updating;
   stats_.allreduce_seconds += clock.seconds() - updating;
+  stats_.allreduce_bytes_sent += comm_.stats().bytes_sent - sent_before;
 }
 
 void PipelineStageWorker::save_state(StateWriter& out) {
+  const std::vector<uint64_t> cut(cut_.begin(), cut_.end());
+  out.put("pipeline.cut", cut);
+  if (cut_.empty()) return;  // no step yet: nothing the optimizer holds
   optimizer_->save_state(out);
   if (reducer_) reducer_->save_state(out);
 }
 
+// The cut the run was placed by, measured or not, goes on with it.
 void PipelineStageWorker::load_state(StateReader& in) {
+  const std::vector<uint64_t> saved = in.take_vector<uint64_t>("pipeline.cut");
+  if (saved.empty()) return;
+  std::vector<size_t> cut(saved.begin(), saved.end());
+  try {
+    check_saved_cut(cut, layers_.size(), static_cast<size_t>(stages_));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", in.source(), e.what()));
+  }
+  if (cut != cut_) place(std::move(cut));
   optimizer_->load_state(in);
   if (reducer_) reducer_->load_state(in);
 }
@@ -304,7 +378,7 @@ float PipelineStageWorker::share_loss(double loss) {
 
 // The stages of the first pipeline send their parameters to worker 0.
 void PipelineStageWorker::gather_model() {
-  if (group_ != 0) return;
+  if (group_ != 0 || cut_.empty()) return;  // before the first step worker 0 holds the whole model anyway
   if (stage_ > 0) {
     comm_.send(0, kTagPipelineModel, std::as_bytes(my_params()));
     return;
@@ -323,6 +397,14 @@ std::vector<std::pair<std::string, std::string>> PipelineStageWorker::notes() co
   std::vector<std::pair<std::string, std::string>> notes{
       {"pipeline", fmt::format("{} stages x {} pipeline(s), {} micro-batches a step, {}", stages_,
                                comm_.size() / stages_, microbatches_, enum_name(options_.schedule))}};
+  if (!layer_costs_.empty()) {  // worker 0 measured the layers for the cut
+    std::vector<std::string> layers;
+    for (const LayerCost& c : layer_costs_)
+      layers.push_back(fmt::format("{:.2f} ms ({})", c.seconds * 1e3, human_bytes(c.activation_bytes)));
+    notes.emplace_back("cut", fmt::format("by time, layers' forward and backward on a micro-batch (activations "
+                                          "held): {}",
+                                          fmt::join(layers, ", ")));
+  }
   for (const PipelineStageStats& s : all_stats_) {
     if (s.group != 0 || s.steps == 0) continue;
     const double per_step = 1e3 / static_cast<double>(s.steps);

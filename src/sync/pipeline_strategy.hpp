@@ -8,7 +8,7 @@
 // its own parameters. The update is the one a single worker accumulating the
 // same micro-batches would make (core/microbatch_sum.hpp), bit for bit.
 //
-// The schedule (sync/pipeline_schedule.hpp) orders each stage's passes:
+// The schedule (core/pipeline_schedule.hpp) orders each stage's passes:
 // GPipe, or 1F1B, which holds fewer micro-batches' activations. Worker 0 is
 // stage 0 and holds the whole model whenever the run looks at it
 // (gather_model: evaluation, the saved model, checkpoints).
@@ -18,19 +18,28 @@
 // r / S, and the G workers holding a stage average its gradient by
 // all-reduce among themselves (comm/subgroup_communicator.hpp, with the
 // codec) before they update it, as hybrid's replicas do the whole model's.
+#include <array>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/fields.hpp"
+#include "core/pipeline_schedule.hpp"
 #include "core/problems.hpp"
 #include "sync/hybrid_allreduce.hpp"
-#include "sync/pipeline_schedule.hpp"
 #include "sync/pipeline_stage_stats.hpp"
 #include "sync/strategy.hpp"
 
 namespace ptrain {
+
+// Without boundaries, what a pipeline's stages are balanced by.
+enum class PipelineBalance { Time, Parameters };
+
+template <>
+struct EnumText<PipelineBalance> {
+  static constexpr std::array<std::string_view, 2> names = {"time", "parameters"};
+};
 
 struct PipelineOptions {
   static constexpr std::string_view name = "pipeline";
@@ -44,6 +53,7 @@ struct PipelineOptions {
   int stages = 0;
   PipelineSchedule schedule = PipelineSchedule::OneForwardOneBackward;
   std::vector<int64_t> boundaries;
+  PipelineBalance balance = PipelineBalance::Parameters;
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::Ring;
   ByteSize bucket_size{size_t{25} << 20};
   template <class Self, class Visit>
@@ -55,9 +65,14 @@ struct PipelineOptions {
           "backward in turn: stage s holds at most S - s micro-batches' activations)",
           Range{});
     visit("boundaries", s.boundaries,
-          "the first layer of each stage after the first, comma-separated (none: stages of balanced parameter "
-          "counts)",
+          "the first layer of each stage after the first, comma-separated (none: stages balanced by --balance)",
           Range::any_count());
+    visit("balance", s.balance,
+          "without boundaries, what the stages are balanced by: parameters (their counts) or time (each layer's "
+          "forward and backward measured on worker 0's first micro-batch at the first step, the slowest stage made "
+          "as quick as can be; the cut then differs from run to run, and with several pipelines so may what a "
+          "sparse codec selects of a stage's gradient)",
+          Range{});
     visit("allreduce", s.allreduce,
           "with several pipelines, how the workers holding a stage all-reduce its gradients: ring, hd or tree "
           "(native and hierarchical: ring)",

@@ -37,25 +37,46 @@ TEST(StepTimeModel, PipelineFlowsInSlotsThenAllReducesEachStageAmongThePipelines
   auto c = hand_case(ExchangeKind::Pipeline);
   c.stages = 4;
   c.microbatches = 8;
-  c.activation_bytes_per_sample = 1000;
-  // A slot: 4 rows x 1 ms / 4 stages of compute, and the activations' trip
-  // there and back: 2 (5e-5 + 4 x 1000 / 1.25e8) = 1.64e-4.
-  EXPECT_NEAR(pipeline_slot_seconds(c), 1e-3 + 1.64e-4, 1e-15);
+  c.activation_bytes_per_sample = 0;
+  c.latency_s = 0;
+  // Free messages: M + S - 1 = 11 slots of a stage's share of a micro-batch,
+  // 4 rows x 1 ms / 4 stages; each stage computes in 8 of them.
   const StepPrediction one = predict_step(c, 4);
-  EXPECT_NEAR(one.compute_s, 11 * 1e-3, 1e-12);     // M + S - 1 = 11 slots
-  EXPECT_NEAR(one.exchange_s, 11 * 1.64e-4, 1e-12);  // one pipeline: no all-reduce
-  EXPECT_NEAR(one.step_s, 11 * 1.164e-3, 1e-12);
+  EXPECT_NEAR(one.compute_s, 8e-3, 1e-12);
+  EXPECT_NEAR(one.step_s, 11e-3, 1e-12);
   EXPECT_NEAR(one.samples_per_s, 32 / one.step_s, 1e-9);
-  EXPECT_NEAR(one.bubble_fraction, 3.0 / 11, 1e-15);
-  EXPECT_DOUBLE_EQ(one.boundary_bytes, 2 * 32 * 1000);
+  EXPECT_NEAR(one.bubble_fraction, 3.0 / 11, 1e-12);
   // Two pipelines: each stage's quarter of the parameters by ring of 2,
-  // 2 (5e-5 + 1e6 / 4 x 4 / 2 / 1.25e8) = 0.0081; twice the samples.
+  // 2 (5e-5 + 1e6 / 4 x 4 / 2 / 1.25e8) = 0.0081 after the flow; twice the samples.
+  c.latency_s = 50e-6;
   const StepPrediction two = predict_step(c, 8);
-  EXPECT_NEAR(two.exchange_s, 11 * 1.64e-4 + 0.0081, 1e-12);
+  EXPECT_NEAR(two.step_s, predict_step(c, 4).step_s + 0.0081, 1e-12);
   EXPECT_NEAR(two.samples_per_s, 64 / two.step_s, 1e-9);
+  // Activations cost each slot their trips there and back (4 rows x 1000
+  // bytes, eager: under the limit).
+  c.activation_bytes_per_sample = 1000;
+  const StepPrediction sent = predict_step(c, 4);
+  EXPECT_GT(sent.step_s, 11e-3 + 2 * 3 * (50e-6 + 3.2e-5) - 1e-12);  // the first micro-batch's trip at least
+  EXPECT_LT(sent.step_s, 11 * (1e-3 + 2 * (50e-6 + 3.2e-5)));
+  EXPECT_DOUBLE_EQ(sent.boundary_bytes, 2 * 32 * 1000);
+  // A stage twice the others' share sets the pace: 3 of 5 parts of the
+  // compute, 4 rows x 1 ms x 2/5 a slot.
+  c.activation_bytes_per_sample = 0, c.latency_s = 0;
+  c.stage_shares = {1, 2, 1, 1};
+  EXPECT_NEAR(predict_step(c, 4).compute_s, 8 * 4e-3 * 2 / 5, 1e-12);
+  c.stage_shares = {1, 2};
+  EXPECT_NE(test::error_message([&] { predict_step(c, 4); }).find("--stage-shares: 2 shares for 4 stages"),
+            std::string::npos);
+  c.stage_shares.clear();
+  // Each micro-batch's cost beyond its rows: 1e6 / 4 parameters a stage x
+  // 1 ns, 8 of them on every stage, on top of the 11 slots.
+  c.microbatch_s_per_parameter = 1e-9;
+  EXPECT_NEAR(predict_step(c, 4).compute_s, 8e-3 + 8 * 2.5e-4, 1e-12);
+  EXPECT_NEAR(predict_step(c, 4).step_s, 11 * (1e-3 + 2.5e-4), 1e-12);
+  c.microbatch_s_per_parameter = 0;
   // More micro-batches shrink the bubble.
   c.microbatches = 32;
-  EXPECT_NEAR(predict_step(c, 4).bubble_fraction, 3.0 / 35, 1e-15);
+  EXPECT_NEAR(predict_step(c, 4).bubble_fraction, 3.0 / 35, 1e-12);
   EXPECT_NE(test::error_message([&] { predict_step(c, 6); }).find("6 workers do not make whole pipelines of 4 stages"),
             std::string::npos);
   c.microbatches = 33;

@@ -25,10 +25,22 @@ RunResult run_layered(const RunPlan& plan, const LoadedData& data) {
   return run(plan, world, {}, inputs);
 }
 
-RunPlan pipeline_of(RunPlan plan, int stages, int pipelines, PipelineSchedule schedule) {
+// `plan` again, resumed from the newest checkpoint in `checkpoint_dir`.
+RunResult resume_layered(RunPlan plan, const std::string& checkpoint_dir, const LoadedData& data) {
+  plan.run.checkpoint_dir = checkpoint_dir;
+  RunInputs inputs = test::data_only(data);
+  inputs.model = test::layered_model({8, 6});
+  inputs.resume = checkpoint_dir;
+  World world = make_world(plan);
+  return run(plan, world, {}, inputs);
+}
+
+RunPlan pipeline_of(RunPlan plan, int stages, int pipelines, PipelineSchedule schedule,
+                    PipelineBalance balance = PipelineBalance::Parameters) {
   PipelineOptions p;
   p.stages = stages;
   p.schedule = schedule;
+  p.balance = balance;
   p.allreduce = AllreduceAlgorithm::Tree;
   plan.strategy = p;
   plan.run.workers = stages * pipelines;
@@ -64,16 +76,53 @@ TEST(PipelineLayered, ARunStoppedAfterACheckpointResumesToTheSameBits) {
   cut.run.checkpoint_every = Cadence{7, 0};
   cut.run.max_steps = 40;  // stops there, as if killed after the checkpoint at step 35
   run_layered(cut, data);
-  RunPlan resumed_plan = plan;
-  resumed_plan.run.checkpoint_dir = cut.run.checkpoint_dir;
-  RunInputs inputs = test::data_only(data);
-  inputs.model = test::layered_model({8, 6});
-  inputs.resume = cut.run.checkpoint_dir;
-  World world = make_world(resumed_plan);
-  const RunResult resumed = run(resumed_plan, world, {}, inputs);
+  const RunResult resumed = resume_layered(plan, cut.run.checkpoint_dir, data);
   EXPECT_EQ(resumed.resumed_at_step, 35u);
   EXPECT_EQ(resumed.final_params, whole.final_params);
   EXPECT_EQ(resumed.step_losses, whole.step_losses);
+}
+
+// Where the layers of stage s begin and end, as the run's report says.
+std::vector<std::pair<uint64_t, uint64_t>> cut_of(const RunResult& r) {
+  std::vector<std::pair<uint64_t, uint64_t>> cut;
+  for (const PipelineStageStats& s : r.pipeline)
+    if (s.group == 0) cut.emplace_back(s.first_layer, s.end_layer);
+  return cut;
+}
+
+bool has_note(const RunResult& r, const std::string& label) {
+  for (const auto& [l, text] : r.notes)
+    if (l == label) return true;
+  return false;
+}
+
+TEST(PipelineLayered, ACutByMeasuredTimeTrainsTheSameBitsAndResumesWithItsCut) {
+  const LoadedData data = test::small_clusters();
+  const RunPlan by_parameters = pipeline_of(layered_plan(1, 2), 3, 2, PipelineSchedule::OneForwardOneBackward);
+  const RunResult counted = run_layered(by_parameters, data);
+  EXPECT_FALSE(has_note(counted, "cut"));
+  const RunPlan plan = pipeline_of(layered_plan(1, 2), 3, 2, PipelineSchedule::OneForwardOneBackward,
+                                   PipelineBalance::Time);
+  const RunResult timed = run_layered(plan, data);
+  EXPECT_TRUE(has_note(timed, "cut"));
+  // Three layers on three stages: one each, whatever their times; the cut
+  // does not change what is computed.
+  EXPECT_EQ(cut_of(timed), (std::vector<std::pair<uint64_t, uint64_t>>{{0, 1}, {1, 2}, {2, 3}}));
+  EXPECT_EQ(timed.final_params, counted.final_params);
+  EXPECT_EQ(timed.step_losses, counted.step_losses);
+
+  // Stopped after a checkpoint and resumed: the cut comes back from the checkpoint, not measured again.
+  test::ScratchDir dir;
+  RunPlan stopped = plan;
+  stopped.run.checkpoint_dir = dir.file("ckpt");
+  stopped.run.checkpoint_every = Cadence{7, 0};
+  stopped.run.max_steps = 40;
+  run_layered(stopped, data);
+  const RunResult resumed = resume_layered(plan, stopped.run.checkpoint_dir, data);
+  EXPECT_EQ(resumed.resumed_at_step, 35u);
+  EXPECT_FALSE(has_note(resumed, "cut"));
+  EXPECT_EQ(cut_of(resumed), cut_of(timed));
+  EXPECT_EQ(resumed.final_params, counted.final_params);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/model_check.sh in small (the step-time model against measured runs on
 # shaped hosts): one rate, a small MLP, 4 steps, the calibration runs (DGC on
-# 2 and 4 workers) and a few others; then the table again as if each had run
+# 2 and 4 workers) and a few others, and a pipeline of 2 stages (its two
+# calibration runs and 1F1B with 4 micro-batches); then the table again as if each had run
 # twice (REPEATS=2: the same reports under a second repeat's names, not run
 # again, to keep the test short). Checks that every run predicted has a
 # row, that the CSVs are written, and that the projection to 1,024 workers as
@@ -22,21 +23,33 @@ ip netns del "mcsmoke-probe"
 out_dir=$(mktemp -d)
 trap 'rm -rf "$out_dir"' EXIT
 
-out=$(RATES=1gbit HIDDEN=256 STEPS=4 OUT_DIR="$out_dir" ONLY='-(dgc|ring|async|hierarchical)$' \
+out=$(RATES=1gbit HIDDEN=256 STEPS=4 OUT_DIR="$out_dir" \
+  ONLY='-(dgc|ring|async|hierarchical)$|^1gbit-2-pipe-(gpipe-1|gpipe-8|1f1b-4)$' \
   bash "$here/bench/model_check.sh" "$build" 2>&1) || fail "model_check.sh failed: $out"
 echo "$out"
 # Calibrated on DGC with 2 and with 4 workers; predicted: the ring and async on both, hierarchical on 4.
 grep -qE "calibrated on DGC 99.9% at 1gbit: 2 workers [0-9.]+ ms, 4 workers [0-9.]+ ms" <<<"$out" ||
   fail "no calibration for 2 and 4 workers"
-rows=$(grep -cE '^\| 1gbit \| [24] \| .* \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+% \|$' <<<"$out" || true)
+# The step-time table: what comes before the pipelines' own.
+steps_table() { sed '/^pipelines against/q' <<<"$1"; }
+rows=$(steps_table "$out" | grep -cE '^\| 1gbit \| [24] \| .* \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+% \|$' || true)
 [ "$rows" -eq 5 ] || fail "expected 5 predicted runs, found $rows"
 grep -qE "^within 10%: [0-5] of 5 predictions$" <<<"$out" || fail "no summary of the predictions"
+# The pipelines: calibrated on their own runs, then beside the dense ring of 2 workers.
+grep -qE "^pipelines of 2 workers calibrated on pipe-gpipe-1 and pipe-gpipe-8 at 1gbit: [0-9.]+ ms" <<<"$out" ||
+  fail "no calibration of the pipelines"
+number='[0-9.]+ \| [0-9.]+ \| [+-][0-9.]+%'
+for row in "data parallel, dense ring \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+% \| 0 \| - \| -" \
+  "pipeline, 2 stages, 1F1B, M = 4 \| $number \| $number \| $number \| $number"; do
+  grep -qE "^\| 1gbit \| 2 \| $row \|" <<<"$out" || fail "no pipeline table row matching: $row"
+done
+[ "$(wc -l < "$out_dir/pipelines.csv")" -eq 5 ] || fail "pipelines.csv does not hold the ring and 3 pipelines"
 [ "$(wc -l < "$out_dir/model-check.csv")" -eq 6 ] || fail "model-check.csv does not hold 5 rows"
 [ "$(awk -F, 'NR > 1 { print $(NF - 2) }' "$out_dir/model-check.csv" | grep -c '^1$')" -eq 5 ] ||
   fail "model-check.csv: not 1 run a row"
 for report in "$out_dir"/1gbit-*.json; do cp "$report" "${report%.json}.2.json"; done
 repeated=$(/usr/bin/python3 "$here/bench/model_check.py" "$out_dir" "$build/ptrain" 1gbit) || fail "model_check.py: $repeated"
-rows=$(grep -cE '^\| 1gbit \| [24] \| .* \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+% \| 2: [0-9.]+ to [0-9.]+ \|$' <<<"$repeated" || true)
+rows=$(steps_table "$repeated" | grep -cE '^\| 1gbit \| [24] \| .* \| [0-9.]+ \| [0-9.]+ \| [+-][0-9.]+% \| 2: [0-9.]+ to [0-9.]+ \|$' || true)
 [ "$rows" -eq 5 ] || fail "with 2 runs of each: expected 5 rows with their range, found $rows"
 [ "$(awk -F, 'NR > 1 { print $(NF - 2) }' "$out_dir/model-check.csv" | grep -c '^2$')" -eq 5 ] ||
   fail "model-check.csv: not 2 runs a row"

@@ -1,4 +1,4 @@
-#include "sync/pipeline_schedule.hpp"
+#include "core/pipeline_schedule.hpp"
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "sync/pipeline_schedule.hpp"
+#include "core/pipeline_schedule.hpp"
 
 namespace ptrain {
 namespace {
