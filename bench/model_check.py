@@ -246,33 +246,41 @@ def layer_widths(plan, classes):
     return widths, held
 
 
+def stages_of(report, pipeline=0):
+    return sorted((s for s in report["pipeline"] if s["pipeline"] == pipeline), key=lambda s: s["stage"])
+
+
+def activation_bytes(report):
+    """A sample's activations across the widest of a pipeline run's boundaries."""
+    widths, _ = layer_widths(report["plan"], report["run"]["classes"])
+    return max(4 * widths[s["first_layer"] - 1] for s in stages_of(report)[1:])
+
+
+def message_latency_us(out, run):
+    """A message between two neighbours, at the latency a message had among as many ranks as the run's
+    sharing the cores (a rank waits for the one it needs to be scheduled)."""
+    plan = run["report"]["plan"]
+    size = activation_bytes(run["report"]) * plan["run"]["batch"] / plan["run"]["microbatches"]
+    return link(out, run["rate"], run["workers"], "ring", size)[1]
+
+
 def pipeline_args(out, run, compute_ms, microbatch_ns, hop_gbit, cores):
     """simulate's options for a pipeline run: its stages' shares of the parameters as their shares of
     the compute, the activations' width at the cut, and the link at a message's size."""
     report = run["report"]
     plan, w = report["plan"], run["workers"]
     micro, batch = plan["run"]["microbatches"], plan["run"]["batch"]
-    mine = sorted((s for s in report["pipeline"] if s["pipeline"] == 0), key=lambda s: s["stage"])
-    widths, _ = layer_widths(plan, report["run"]["classes"])
-    activation = max(4 * widths[s["first_layer"] - 1] for s in mine[1:])
-    # A message between two neighbours, at the latency a message had among as many ranks as the run's
-    # sharing the cores (a rank waits for the one it needs to be scheduled); the pipelines' all-reduce
-    # of a stage's gradient at what the ring carried at its size.
-    latency = link(out, run["rate"], w, "ring", activation * batch / micro)[1]
+    mine = stages_of(report)
+    # The pipelines' all-reduce of a stage's gradient at what the ring carried at its size.
     largest = 4 * max(s["parameters"] for s in mine)
     bandwidth = link(out, run["rate"], max(2, w // plan["strategy"]["stages"]), "ring", largest)[0]
     return ["--workers", str(w), "--parameters", str(report["run"]["parameters"]), "--batch", str(batch),
             "--compute-per-sample", f"{compute_ms:.9g}", "--microbatch-cost", f"{microbatch_ns:.9g}",
-            "--bandwidth", f"{bandwidth:.4f}", "--hop-bandwidth", f"{hop_gbit:.4f}", "--latency", f"{latency:.1f}",
-            "--cores-per-rank",
-            f"{cores / w:.4f}", "--exchange", "pipeline", "--stages", str(plan["strategy"]["stages"]),
-            "--microbatches", str(micro), "--schedule", plan["strategy"]["schedule"], "--activation-bytes",
-            str(activation), "--stage-shares", ",".join(str(s["parameters"]) for s in mine), "--eager-limit",
-            str(EAGER_LIMIT)]
-
-
-def stages_of(report, pipeline=0):
-    return sorted((s for s in report["pipeline"] if s["pipeline"] == pipeline), key=lambda s: s["stage"])
+            "--bandwidth", f"{bandwidth:.4f}", "--hop-bandwidth", f"{hop_gbit:.4f}",
+            "--latency", f"{message_latency_us(out, run):.1f}", "--cores-per-rank", f"{cores / w:.4f}",
+            "--exchange", "pipeline", "--stages", str(plan["strategy"]["stages"]), "--microbatches", str(micro),
+            "--schedule", plan["strategy"]["schedule"], "--activation-bytes", str(activation_bytes(report)),
+            "--stage-shares", ",".join(str(s["parameters"]) for s in mine), "--eager-limit", str(EAGER_LIMIT)]
 
 
 def calibrate_pipelines(out, ptrain, runs, rate, workers, cores):
@@ -295,11 +303,8 @@ def calibrate_pipelines(out, ptrain, runs, rate, workers, cores):
     compute = sum(s["compute_ms_per_step"] for s in stages)
     optimizer = max(s["optimizer_ms_per_step"] for s in stages)
     hops = 2 * (len(stages) - 1)
-    args = pipeline_args(out, one, 1, 0, 1, cores)
-    latency_ms = float(args[args.index("--latency") + 1]) * 1e-3
-    activation = float(args[args.index("--activation-bytes") + 1])
-    per_hop = (one["step_s"] * 1000 - compute - optimizer) / hops - latency_ms
-    hop_gbit = activation * batch * 8 / (per_hop * 1e-3) / 1e9 if per_hop > 0 else 1e3
+    per_hop = (one["step_s"] * 1000 - compute - optimizer) / hops - message_latency_us(out, one) * 1e-3
+    hop_gbit = activation_bytes(report) * batch * 8 / (per_hop * 1e-3) / 1e9 if per_hop > 0 else 1e3
 
     def per_sample(ns):
         return (compute - ns * 1e-6 * parameters) / batch
@@ -323,9 +328,9 @@ def pipeline_prediction(out, ptrain, run, compute_ms, microbatch_ns, hop_gbit, c
     stages, schedule = plan["strategy"]["stages"], plan["strategy"]["schedule"]
     micro, batch = plan["run"]["microbatches"], plan["run"]["batch"]
     groups = w // stages
-    mine = sorted((s for s in report["pipeline"] if s["pipeline"] == 0), key=lambda s: s["stage"])
-    widths, held = layer_widths(plan, report["run"]["classes"])
-    activation = max(4 * widths[s["first_layer"] - 1] for s in mine[1:])
+    mine = stages_of(report)
+    _, held = layer_widths(plan, report["run"]["classes"])
+    activation = activation_bytes(report)
     row = simulate(ptrain, out, pipeline_args(out, run, compute_ms, microbatch_ns, hop_gbit, cores))[0]
     slots = OPTIMIZER_SLOTS[plan["optimizer"]["name"]]
     sent, memory = [], []

@@ -99,6 +99,16 @@ std::vector<double> stage_shares_of(const StepModelConfig& c) {
   return shares;
 }
 
+namespace {
+
+// The largest stage's share: its holders' all-reduce finishes last.
+double largest_stage_share(const StepModelConfig& c) {
+  const auto shares = stage_shares_of(c);
+  return *std::max_element(shares.begin(), shares.end());
+}
+
+}  // namespace
+
 double exchange_seconds(const StepModelConfig& c, size_t workers) {
   const double n = static_cast<double>(workers);
   const double beta = c.bandwidth_bits_s / 8;  // bytes/s per link and direction
@@ -132,8 +142,7 @@ double exchange_seconds(const StepModelConfig& c, size_t workers) {
     case ExchangeKind::Pipeline: {  // the stage's share, by ring among the pipelines
       const double g = static_cast<double>(pipelines_of(c, workers));
       if (g < 2) return 0;
-      const auto shares = stage_shares_of(c);  // the largest stage's holders finish last
-      return 2 * (g - 1) * (c.latency_s + dense * *std::max_element(shares.begin(), shares.end()) / g / beta);
+      return 2 * (g - 1) * (c.latency_s + dense * largest_stage_share(c) / g / beta);
     }
     case ExchangeKind::Hierarchical: {
       const size_t threads = std::min(c.local_workers, workers);
@@ -164,8 +173,7 @@ double codec_seconds(const StepModelConfig& c, size_t workers) {
     case ExchangeKind::SparseAllgather: per_value = enc + n * dec; break;
     case ExchangeKind::Pipeline: {  // its stage's share, through a ring of the pipelines
       const double g = static_cast<double>(pipelines_of(c, workers));
-      const auto shares = stage_shares_of(c);
-      per_value = g < 2 ? 0 : (enc + dec) * (1 + (g - 1) / g) * *std::max_element(shares.begin(), shares.end());
+      per_value = g < 2 ? 0 : (enc + dec) * (1 + (g - 1) / g) * largest_stage_share(c);
       break;
     }
     case ExchangeKind::ParameterServer:
