@@ -24,9 +24,11 @@ class LayeredTestModel : public Model {
   // widths: the input's, each hidden layer's, the classes'.
   LayeredTestModel(std::vector<size_t> widths, uint64_t seed) : widths_(std::move(widths)) {
     for (size_t l = 0; l + 1 < widths_.size(); ++l) {
-      layout_.add("w" + std::to_string(l), {static_cast<int64_t>(widths_[l + 1]), static_cast<int64_t>(widths_[l])});
-      layout_.add("b" + std::to_string(l), {static_cast<int64_t>(widths_[l + 1])});
+      whole_.add("w" + std::to_string(l), {static_cast<int64_t>(widths_[l + 1]), static_cast<int64_t>(widths_[l])});
+      whole_.add("b" + std::to_string(l), {static_cast<int64_t>(widths_[l + 1])});
     }
+    layout_ = whole_;
+    kept_end_ = layer_count();
     params_.resize(layout_.total());
     grads_.resize(layout_.total());
     Rng rng(seed);
@@ -44,6 +46,7 @@ class LayeredTestModel : public Model {
   size_t layer_count() const { return widths_.size() - 1; }
 
   float forward_backward(const Batch& batch) override {
+    check_whole();
     auto whole = stage(0, layer_count());
     Activations none, unused;
     const float loss = whole->forward(0, batch, none, unused);
@@ -52,6 +55,7 @@ class LayeredTestModel : public Model {
   }
 
   Metrics evaluate(const Dataset& data) override {
+    check_whole();
     double loss = 0;
     size_t correct = 0;
     std::vector<float> x, y;
@@ -80,15 +84,36 @@ class LayeredTestModel : public Model {
     return out;
   }
   std::unique_ptr<ModelStage> stage(size_t first, size_t end) override {
+    if (first < kept_first_ || end > kept_end_ || first >= end) throw Error("layered: no such stage");
     return std::make_unique<Stage>(*this, first, end);
+  }
+  // Keeps the parameters of layers [first, end) alone, as a pipeline stage's replica does.
+  bool keep_layers(size_t first, size_t end) override {
+    if (kept_end_ != layer_count() || kept_first_ != 0 || first >= end || end > layer_count()) return false;
+    const auto& segments = whole_.segments();
+    const size_t from = segments[2 * first].offset;
+    const size_t to = segments[2 * end - 1].offset + segments[2 * end - 1].numel;
+    layout_ = FlatLayout();
+    for (size_t s = 2 * first; s < 2 * end; ++s) layout_.add(segments[s].name, segments[s].shape);
+    params_ = std::vector<float>(params_.begin() + static_cast<std::ptrdiff_t>(from),
+                                 params_.begin() + static_cast<std::ptrdiff_t>(to));
+    grads_.assign(to - from, 0.0f);
+    base_ = from, kept_first_ = first, kept_end_ = end;
+    return true;
   }
 
  private:
+  void check_whole() const {
+    if (kept_first_ != 0 || kept_end_ != layer_count()) throw Error("layered: this replica keeps a stage only");
+  }
+  // Where segment `s` of the whole layout starts in params_ and grads_.
+  size_t at(size_t s) const { return whole_.segments()[s].offset - base_; }
+
   // out[r, :] = W_l in[r, :] + b_l for `rows` rows.
   void affine(size_t l, const std::vector<float>& in, std::vector<float>& out, size_t rows) const {
     const size_t n_in = widths_[l], n_out = widths_[l + 1];
-    const float* w = params_.data() + layout_.segments()[2 * l].offset;
-    const float* b = params_.data() + layout_.segments()[2 * l + 1].offset;
+    const float* w = params_.data() + at(2 * l);
+    const float* b = params_.data() + at(2 * l + 1);
     out.assign(rows * n_out, 0);
     for (size_t r = 0; r < rows; ++r)
       for (size_t o = 0; o < n_out; ++o) {
@@ -138,16 +163,16 @@ class LayeredTestModel : public Model {
       } else {
         for (size_t i = 0; i < dz.size(); ++i) dz[i] = grad_out.values[i] * (1 - h.output[i] * h.output[i]);
       }
-      const auto& segments = m_.layout_.segments();
-      std::fill(m_.grads_.begin() + static_cast<std::ptrdiff_t>(segments[2 * first_].offset),
-                m_.grads_.begin() + static_cast<std::ptrdiff_t>(segments[2 * last + 1].offset + segments[2 * last + 1].numel),
+      const auto& segments = m_.whole_.segments();
+      std::fill(m_.grads_.begin() + static_cast<std::ptrdiff_t>(m_.at(2 * first_)),
+                m_.grads_.begin() + static_cast<std::ptrdiff_t>(m_.at(2 * last + 1) + segments[2 * last + 1].numel),
                 0.0f);
       for (size_t l = last + 1; l-- > first_;) {
         const size_t n_in = m_.widths_[l], n = m_.widths_[l + 1];
         const std::vector<float>& x = h.inputs[l - first_];
-        float* gw = m_.grads_.data() + segments[2 * l].offset;
-        float* gb = m_.grads_.data() + segments[2 * l + 1].offset;
-        const float* w = m_.params_.data() + segments[2 * l].offset;
+        float* gw = m_.grads_.data() + m_.at(2 * l);
+        float* gb = m_.grads_.data() + m_.at(2 * l + 1);
+        const float* w = m_.params_.data() + m_.at(2 * l);
         std::vector<float> dx(h.rows * n_in, 0);
         for (size_t r = 0; r < h.rows; ++r)
           for (size_t o = 0; o < n; ++o) {
@@ -164,6 +189,33 @@ class LayeredTestModel : public Model {
         }
         dz.resize(dx.size());
         for (size_t i = 0; i < dx.size(); ++i) dz[i] = dx[i] * (1 - x[i] * x[i]);  // x = tanh of the layer below
+      }
+    }
+
+    void infer(const Batch& micro, const Activations& in, Activations& out, EvaluationSums& sums) override {
+      std::vector<float> x = first_ == 0 ? micro.features : in.values;
+      const size_t rows = first_ == 0 ? micro.size() : static_cast<size_t>(in.shape.at(0));
+      for (size_t l = first_; l < end_; ++l) {
+        std::vector<float> y;
+        m_.affine(l, x, y, rows);
+        if (l + 1 < m_.layer_count())
+          for (float& v : y) v = std::tanh(v);
+        x.swap(y);
+      }
+      if (end_ < m_.layer_count()) {
+        out.shape = {static_cast<int64_t>(rows), static_cast<int64_t>(m_.widths_[end_])};
+        out.values = std::move(x);
+        return;
+      }
+      const size_t k = m_.widths_.back();
+      for (size_t r = 0; r < rows; ++r) {  // as evaluate() scores a sample
+        const float* z = x.data() + r * k;
+        const float top = *std::max_element(z, z + k);
+        double sum = 0;
+        for (size_t c = 0; c < k; ++c) sum += std::exp(static_cast<double>(z[c] - top));
+        const auto label = static_cast<size_t>(micro.labels[r]);
+        sums.loss += std::log(sum) - static_cast<double>(z[label] - top);
+        if (static_cast<size_t>(std::max_element(z, z + k) - z) == label) ++sums.correct;
       }
     }
 
@@ -209,8 +261,10 @@ class LayeredTestModel : public Model {
   };
 
   std::vector<size_t> widths_;
-  FlatLayout layout_;
+  FlatLayout whole_, layout_;  // the whole model's; the kept layers'
   std::vector<float> params_, grads_;
+  size_t base_ = 0;  // the kept layers' offset in the whole layout
+  size_t kept_first_ = 0, kept_end_ = 0;  // set to every layer by the constructor
 };
 
 // RunInputs::model for a data set's shape: hidden widths between its samples and classes.

@@ -105,6 +105,14 @@ new_case; expect option "--strategy pipeline --balance memory" 2 "--balance" -- 
   "$ptrain" train @SHORT@ --strategy pipeline --balance memory
 new_case; expect option "--strategy pipeline: more stages than workers" 2 "--stages: 4 stages need as many workers" -- \
   "$ptrain" train @SHORT@ --strategy pipeline --stages 4
+new_case; expect option "--memory-limit -1" 2 "--memory-limit: expected a size" -- \
+  "$ptrain" train @SHORT@ --memory-limit -1
+new_case; expect option "--memory-limit below one worker's whole model" 2 "--memory-limit: worker 0 would hold" -- \
+  "$ptrain" train @SHORT@ --workers 1 --memory-limit 64KiB
+new_case; expect option "--strategy pipeline: --memory-limit below a stage" 2 "would hold" -- \
+  "$ptrain" train @SHORT@ --strategy pipeline --memory-limit 64KiB
+new_case; expect option "--memory-limit with a shared-memory strategy" 2 "--memory-limit applies to the trainer" -- \
+  "$ptrain" train @SHORT@ --memory-limit 1MiB --strategy hogwild
 new_case; expect option "--strategy pipeline: --boundaries past the last layer" 2 "--boundaries: boundaries 5: each must be a layer index" -- \
   "$ptrain" train @SHORT@ --strategy pipeline --boundaries 5
 new_case; expect option "--strategy pipeline: --boundaries for other stages" 2 "--boundaries: 2 boundaries make 3 stages, not 2" -- \

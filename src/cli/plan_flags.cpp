@@ -111,6 +111,7 @@ constexpr RunFieldTrait kRunFieldTraits[] = {
     {"--straggler", trainer_strategy, "the trainer's strategies"},
     {"--log-every", trainer_strategy, "the trainer's strategies"},
     {"--microbatches", trainer_strategy, "the trainer's strategies"},
+    {"--memory-limit", trainer_strategy, "the trainer's strategies"},
 };
 
 // Every flag the command offers, with the defaults of `defaults`. A run field

@@ -22,8 +22,9 @@ enum MessageTag : int {
   kTagPipelineActivations = 24,  // a micro-batch's activations, to the next stage
   kTagPipelineGradients = 25,    // their gradient, back to the stage before
   kTagPipelineLoss = 26,         // the step's loss, from the last stage to the others
-  kTagPipelineModel = 27,        // a stage's parameters, to or from worker 0 (sync/pipeline_strategy.hpp)
+  kTagPipelineModel = 27,        // a stage's parameters, to worker 0 (sync/pipeline_strategy.hpp)
   kTagBroadcast = 28,            // a broadcast written over point-to-point (comm/subgroup_communicator.hpp)
+  kTagPipelineEvaluation = 29,   // the test set's sums, from the last stage to worker 0
 };
 
 // Every tag above is below this. The hierarchical backend sends a message
@@ -72,6 +73,8 @@ inline std::string tag_name(int tag) {
       return "pipeline stage parameters";
     case kTagBroadcast:
       return "broadcast";
+    case kTagPipelineEvaluation:
+      return "pipeline evaluation sums";
   }
   return "message with tag " + std::to_string(tag);
 }

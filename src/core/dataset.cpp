@@ -90,6 +90,12 @@ Dataset Dataset::as_evaluation_rows(size_t piece_length) const {
   return chunked(r.per_row * piece_length, r.rows);
 }
 
+size_t evaluation_chunk(const Dataset& data) {
+  const size_t per_sample =
+      std::max<size_t>(1, data.label_numel() * static_cast<size_t>(std::max(1, data.num_classes())));
+  return std::clamp<size_t>((size_t{16} << 20) / per_sample, 1, 1000);
+}
+
 void Batch::gather(const Dataset& data, std::span<const size_t> indices) {
   sample_shape = data.sample_shape();
   label_shape = data.label_shape();

@@ -85,6 +85,11 @@ struct StreamRows {
 inline constexpr size_t kStreamEvaluationRows = 10;
 StreamRows stream_rows(size_t pieces);
 
+// How many samples an evaluation runs at a time: up to 1000, fewer when
+// their outputs would pass 16 Mi values (a language model's: positions x
+// vocabulary each).
+size_t evaluation_chunk(const Dataset& data);
+
 // A mini-batch gathered into contiguous memory, ready for a model.
 struct Batch {
   std::vector<int64_t> sample_shape;

@@ -89,7 +89,7 @@ std::string enum_choices() {
   return out;
 }
 
-// The size in bytes, or nothing when `text` is not a positive size with a known unit.
+// The size in bytes, or nothing when `text` is not a positive size with a known unit (fields take "0" too).
 std::optional<size_t> parse_byte_size(const std::string& text);
 // The shortest exact form: 4KiB, 25MiB, 1000B.
 std::string human_bytes(size_t bytes);
@@ -166,8 +166,9 @@ std::optional<std::string> field_from_text(T& v, const std::string& text) {
       }
     return "expected one of " + enum_choices<T>() + ", got '" + text + "'";
   } else if constexpr (std::is_same_v<T, ByteSize>) {
-    const auto bytes = parse_byte_size(text);
-    if (!bytes) return "expected a positive size such as 25MiB, 512KiB or 4096, got '" + text + "'";
+    // Zero is a size too: a field's range says whether it may be (0: none, off).
+    const auto bytes = text == "0" || text == "0B" ? std::optional<size_t>(0) : parse_byte_size(text);
+    if (!bytes) return "expected a size such as 25MiB, 512KiB or 4096, got '" + text + "'";
     v.bytes = *bytes;
     return std::nullopt;
   } else if constexpr (std::is_same_v<T, Cadence>) {

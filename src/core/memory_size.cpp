@@ -1,5 +1,7 @@
 #include "core/memory_size.hpp"
 
+#include <fmt/format.h>
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -40,6 +42,13 @@ std::string gib_text(double bytes) {
   if (gib >= 1e6) std::snprintf(text, sizeof text, "%.3g GiB", gib);
   else std::snprintf(text, sizeof text, "%.1f GiB", gib);
   return text;
+}
+
+std::string size_text(double bytes) {
+  if (bytes < 1024) return fmt::format("{:.0f} B", bytes);
+  if (bytes < 1024.0 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024);
+  if (bytes < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
+  return gib_text(bytes);
 }
 
 std::optional<std::string> beyond_memory(double bytes) {

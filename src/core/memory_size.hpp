@@ -18,6 +18,8 @@ uint64_t memory_size_bytes();
 
 // "12.5 GiB": a byte count for messages.
 std::string gib_text(double bytes);
+// "931 B", "561.0 KiB", "152.9 MiB", "1.2 GiB": a byte count in the unit that suits it.
+std::string size_text(double bytes);
 
 // Nothing when `bytes` fit in memory_size_bytes(); else why not, to follow
 // "need" or "needs": "36.4 GiB, more than the 23.5 GiB of memory this machine has".

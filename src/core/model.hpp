@@ -99,6 +99,13 @@ class Model {
   // The stage of layers [first, end) of layers(), over this model's
   // parameters and gradients.
   virtual std::unique_ptr<ModelStage> stage(size_t /*first*/, size_t /*end*/) { return nullptr; }
+  // A pipeline stage's worker keeps layers [first, end) of layers() and frees
+  // the others: layout(), params() and grads() then cover those layers alone,
+  // layers() still lists the whole model's (its segments numbered as before),
+  // stage() takes ranges within the kept layers, and forward_backward(),
+  // evaluate() and output_shape() refuse. Once only: false where the model
+  // cannot (it keeps everything).
+  virtual bool keep_layers(size_t /*first*/, size_t /*end*/) { return false; }
 };
 
 }  // namespace ptrain

@@ -28,6 +28,12 @@ struct Activations {
   std::vector<float> values;
 };
 
+// What evaluating a data set adds up (Metrics::from_sums makes the figures).
+struct EvaluationSums {
+  double loss = 0;     // cross-entropy summed over the targets
+  uint64_t correct = 0;  // targets predicted right
+};
+
 class ModelStage {
  public:
   virtual ~ModelStage() = default;
@@ -41,6 +47,11 @@ class ModelStage {
   // last stage from its loss, the others from `grad_out`. Every stage but the
   // first fills `grad_in`, the gradient of its input. Drops what forward kept.
   virtual void backward(size_t slot, const Activations& grad_out, Activations& grad_in) = 0;
+  // Evaluation: `micro` forward with no gradient, in evaluation mode
+  // (Dropout off), keeping nothing. The first stage reads `micro`'s features,
+  // the others `in`; every stage but the last fills `out`, and the last adds
+  // its outputs' loss and right answers against `micro`'s targets to `sums`.
+  virtual void infer(const Batch& micro, const Activations& in, Activations& out, EvaluationSums& sums) = 0;
   // Bytes of activations held now for backward passes still to come.
   virtual size_t held_bytes() const = 0;
   // Drops whatever a failed step left held.

@@ -149,6 +149,10 @@ Problems check_plan(const RunPlan& plan) {
     problems.add("run.straggler_rank", fmt::format("slows a worker's whole forward and backward pass; the {} "
                                                    "strategy runs its stages a micro-batch at a time",
                                                    strategy));
+  if (run.memory_limit.bytes > 0 && shared_memory_config(plan.strategy))
+    problems.add("run.memory_limit", fmt::format("applies to the trainer's workers; the threads of the shared-memory "
+                                                 "strategy {} share one copy of the parameters",
+                                                 strategy));
   if (run.straggler_rank < 0 && run.straggler_factor != 1)
     problems.add("run.straggler_factor", "applies only with a straggler (run.straggler_rank)");
   check_lr_schedule(run, problems);

@@ -69,6 +69,7 @@ struct RunControls {
   double comm_timeout = 60;  // seconds a worker waits for the others before failing
   int threads_per_worker = 1;  // LibTorch and OpenBLAS threads per worker
   std::string device = "cpu";  // where workers compute: cpu, cuda or cuda:N (core/compute_device.hpp)
+  ByteSize memory_limit;  // the most each worker may hold to train (0: no limit)
   bool pin = true;  // worker r on the r-th core the process may use
   int straggler_rank = -1;  // this worker computes straggler_factor times slower (-1: none)
   double straggler_factor = 1;
@@ -127,6 +128,13 @@ struct RunControls {
           "where each worker's forward and backward run: cpu, cuda (the workers spread over the visible GPUs; an "
           "MPI rank by its rank on its host) or cuda:N; the parameters stay in host memory, where the gradients are "
           "reduced and the update applied",
+          Range{});
+    visit("memory_limit", s.memory_limit,
+          "the most each worker may hold to train, e.g. 512MiB (0: no limit): its parameters, their gradients and "
+          "the optimizer's state, and for a pipeline stage only its own layers', with the step's gradient sum and "
+          "the activations it keeps for backward passes (measured at its first step), a pipeline's cut chosen among "
+          "those whose every stage fits; a worker that would hold more is refused before training, one that comes "
+          "to hold more stops the run, each naming the worker",
           Range{});
     visit("pin", s.pin, "pin worker r to the r-th core the process may use", Range{});
     visit("straggler_rank", s.straggler_rank, "this worker computes straggler_factor times slower (-1: none)",

@@ -24,6 +24,7 @@ TrainConfig train_config(const RunPlan& plan, int workers) {
   c.pin_workers = run.pin;
   c.straggler_rank = run.straggler_rank;
   c.straggler_factor = run.straggler_factor;
+  c.memory_limit = run.memory_limit.bytes;
   c.time_limit_s = run.time_limit;
   c.checkpoint.dir = run.checkpoint_dir;
   c.checkpoint.every = run.checkpoint_every;

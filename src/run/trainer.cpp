@@ -82,6 +82,7 @@ StrategyConfig strategy_config(const TrainConfig& config, const RunShape& shape)
   c.total_steps = shape.total_steps;
   c.microbatches = config.microbatches;
   c.time_limit_seconds = config.time_limit_s;
+  c.memory_limit = config.memory_limit;
   return c;
 }
 

@@ -38,6 +38,7 @@ struct TrainConfig {
   // --straggler RANK:FACTOR: worker RANK computes FACTOR times slower (-1: nobody).
   int straggler_rank = -1;
   double straggler_factor = 1;
+  uint64_t memory_limit = 0;  // bytes each worker may hold to train (0: no limit; run/memory_limit.hpp)
   // Parameter servers: stop training after this many seconds inside epochs (0: no limit);
   // `epochs` is then the most the run takes.
   double time_limit_s = 0;

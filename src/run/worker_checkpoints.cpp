@@ -134,7 +134,6 @@ void WorkerCheckpoints::after_epoch(const WorkerPosition& at, bool left, const W
 void WorkerCheckpoints::write(const WorkerPosition& at, uint64_t key, const WorkerParts& parts) {
   TimelineSpan span("checkpoint", "step", static_cast<int64_t>(at.step));
   comm_.barrier();  // every worker's step done (sequential turns end one after another)
-  parts.side.gather_model();  // worker 0's part then holds the whole model, whoever holds its stages
   part_.clear();
   write_worker_part(part_, at, parts);
   if (lockstep_) {

@@ -10,6 +10,7 @@
 #include "core/run_failure.hpp"
 #include "model/microbatch_model.hpp"
 #include "run/epoch_summary.hpp"
+#include "run/memory_limit.hpp"
 #include "run/straggler_model.hpp"
 #include "run/trainer.hpp"
 
@@ -52,7 +53,14 @@ WorkerLoop::WorkerLoop(const TrainConfig& config, const RunShape& shape, const D
                          : strategy.for_worker(model_, comm)),
       sampler_(train_set.size(), data_shard(config, rank_).shards, data_shard(config, rank_).index, config.batch,
                shape.data_seed, order_of(train_set)),
-      cursor_(sampler_) {}
+      cursor_(sampler_) {
+  check_memory();  // before training: what it holds before its first step is the input's to answer for
+}
+
+void WorkerLoop::check_memory() const {
+  check_memory_limit(config_.memory_limit, rank_, memory_of(*side_, replica_, config_.strategy.optimizer),
+                     config_.pipeline_stages > 1, stepped_);
+}
 
 WorkerLoop::~WorkerLoop() = default;
 
@@ -129,6 +137,10 @@ void WorkerLoop::take_step(size_t epoch_steps, double& running) {
   at.losses.push_back(loss);
   if (rank_ == 0) result_.step_seconds.push_back(static_cast<float>(result_.train_seconds + epoch_seconds()));
   ++at.step;
+  if (!stepped_) {  // a pipeline stage has measured the activations it keeps
+    stepped_ = true;
+    check_memory();
+  }
   running += loss;
   if (rank_ == 0 && callbacks_.on_step)
     callbacks_.on_step(StepDone{at.step, at.epoch + 1, loss, result_.step_seconds.back()});
@@ -186,10 +198,14 @@ bool WorkerLoop::end_epoch(size_t epoch_steps) {
   const double seconds = epoch_seconds();
   // Every worker's losses of the epoch (under ssp and async, as many as it took).
   const auto all = comm_.allgatherv(std::as_bytes(std::span<const float>(position_.losses)));
-  side_->gather_model();
+  std::optional<Metrics> test;
+  if (test_set_) {  // worker 0's, or every stage's of a pipeline
+    TimelineSpan span("evaluation", "epoch", static_cast<int64_t>(position_.epoch + 1));
+    test = side_->evaluate(model_, *test_set_, rank_);
+  }
   // A pipeline's stages take each of its batches together: one batch a step for them all.
   const size_t shared_by = static_cast<size_t>(std::max(config_.pipeline_stages, 1));
-  if (rank_ == 0) evaluate(summarize_epoch(position_.epoch, seconds, config_.batch, shared_by, all, result_));
+  if (rank_ == 0) record_epoch(summarize_epoch(position_.epoch, seconds, config_.batch, shared_by, all, result_), test);
   comm_.barrier();           // the others wait while worker 0 evaluates
   position_.losses.clear();  // the epoch is in the result now
   seconds_before_ = 0, epoch_clock_.reset();
@@ -204,16 +220,13 @@ bool WorkerLoop::end_epoch(size_t epoch_steps) {
   return !side_->run_over();
 }
 
-// Worker 0: the test figures of the epoch, then it goes into the result.
-void WorkerLoop::evaluate(EpochMetrics m) {
-  side_->sync_for_evaluation();
-  if (test_set_) {
-    TimelineSpan span("evaluation", "epoch", static_cast<int64_t>(m.epoch));
-    const Metrics test = model_.evaluate(*test_set_);
-    m.test_loss = test.loss;
-    m.test_accuracy = test.accuracy;
-    m.test_perplexity = test.perplexity;
-    m.test_targets = test.targets;
+// Worker 0: the epoch with its test figures goes into the result.
+void WorkerLoop::record_epoch(EpochMetrics m, const std::optional<Metrics>& test) {
+  if (test) {
+    m.test_loss = test->loss;
+    m.test_accuracy = test->accuracy;
+    m.test_perplexity = test->perplexity;
+    m.test_targets = test->targets;
   }
   result_.epochs.push_back(m);
   if (callbacks_.on_epoch_end) callbacks_.on_epoch_end(m);
@@ -237,11 +250,10 @@ void WorkerLoop::finish() {
   const size_t committed = checkpoints_->finish();
   if (rank_ == 0) result_.checkpoints = committed;
   comm_.barrier();
-  side_->gather_model();
-  if (rank_ == 0) {  // the model to keep: before finish(), which stops parameter servers
-    side_->sync_for_evaluation();
-    auto p = model_.params();
-    result_.final_params.assign(p.begin(), p.end());
+  // The model to keep: before finish(), which stops parameter servers.
+  std::vector<float> whole = side_->whole_parameters(model_, rank_);
+  if (rank_ == 0) {
+    result_.final_params = std::move(whole);
     result_.device_traffic = replica_.device_traffic();
   }
   side_->finish();
@@ -254,6 +266,7 @@ void WorkerLoop::gather_totals() {
   const auto codec = allgather_value(comm_, side_->codec_stats());
   const auto steps = allgather_value(comm_, static_cast<uint64_t>(position_.step));
   const auto left = comm_.allgatherv(std::as_bytes(std::span<const char>(left_why_)));
+  const auto memory = allgather_value(comm_, memory_of(*side_, replica_, config_.strategy.optimizer));
   if (rank_ != 0) return;
   result_.codec = codec;
   for (const uint64_t s : steps) {
@@ -264,6 +277,7 @@ void WorkerLoop::gather_totals() {
     if (!bytes.empty()) result_.left.emplace_back(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   result_.servers = side_->server_stats();
   result_.notes = side_->notes();
+  if (config_.memory_limit > 0) result_.notes.emplace_back("memory", memory_note(memory, config_.memory_limit));
   result_.pipeline = side_->pipeline_stats();
   result_.comm = comm;
 }

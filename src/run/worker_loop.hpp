@@ -4,6 +4,7 @@
 // whether the run goes on, and the run's totals gathered to worker 0.
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "comm/communicator.hpp"
@@ -46,7 +47,9 @@ class WorkerLoop {
   void diverge(const std::string& why);
   void report_progress(size_t epoch_steps, double running) const;
   bool end_epoch(size_t epoch_steps);
-  void evaluate(EpochMetrics m);
+  void record_epoch(EpochMetrics m, const std::optional<Metrics>& test);
+  // Against run.memory_limit (run/memory_limit.hpp).
+  void check_memory() const;
   WorkerStatus status() const;
   void finish();
   void gather_totals();
@@ -77,6 +80,7 @@ class WorkerLoop {
   Stopwatch epoch_clock_;
   std::unique_ptr<WorkerCheckpoints> checkpoints_;
   uint64_t saturated_ = 0;  // gradient values the codecs saturated so far
+  bool stepped_ = false;    // took a step in this run (resumed or not)
   bool left_ = false;       // this worker stopped taking steps (it diverged, or left an async run)
   std::string left_why_;
   WorkerStatus diverged_;     // Diverged or DivergedAndLeft once this worker diverged

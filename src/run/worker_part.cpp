@@ -52,6 +52,7 @@ void check_lockstep_position(const std::string& manifest, const WorkerPosition& 
 
 void write_worker_part(StateWriter& out, const WorkerPosition& at, const WorkerParts& parts) {
   out.put_value("step", static_cast<uint64_t>(at.step));
+  parts.side.save_placement(out);
   if (holds_shared(parts)) {
     out.put("params", std::span<const float>(parts.replica.params()));
     parts.side.save_shared_state(out);
@@ -77,6 +78,7 @@ WorkerPosition resume_worker(const TrainConfig& config, const RunShape& shape, C
     throw Error(
         fmt::format("checkpoint {}: taken after step {}, past this run's end at step {} (more epochs?)",
                     found.manifest, at.step, shape.total_steps));
+  parts.side.load_placement(in);  // which parameters the replica keeps, before they are read
   if (holds_shared(parts)) {
     in.take("params", parts.replica.params());
     parts.side.load_shared_state(in);

@@ -37,7 +37,7 @@ struct HybridOptions {
     visit("bucket_size", s.bucket_size,
           "gradients are all-reduced in buckets of at most this size, last layers first, a layer's tensors "
           "together",
-          Range{});
+          Range::positive());
     visit("overlap", s.overlap, "start each bucket's all-reduce while backward still runs (LibTorch models)",
           Range{});
   }

@@ -10,7 +10,7 @@
 
 namespace ptrain {
 
-std::vector<size_t> balanced_cut(const std::vector<double>& costs, size_t stages) {
+std::vector<size_t> balanced_cut(const std::vector<double>& costs, size_t stages, const StageFits& fits) {
   const size_t n = costs.size();
   if (stages < 1 || stages > n) throw Error(fmt::format("{} stages of {} layers", stages, n));
   std::vector<double> prefix(n + 1, 0);
@@ -23,9 +23,11 @@ std::vector<size_t> balanced_cut(const std::vector<double>& costs, size_t stages
   for (size_t k = 1; k <= stages; ++k)
     for (size_t i = 0; i + k <= n; ++i)
       for (size_t j = n - (k - 1); j > i; --j) {  // the stage [i, j), latest first: earlier stages larger
+        if (fits && !fits(stages - k, i, j)) continue;
         const double w = std::max(prefix[j] - prefix[i], worst[k - 1][j]);
         if (w < worst[k][i]) worst[k][i] = w, from[k][i] = j;
       }
+  if (worst[stages][0] == kNone) return {};  // no cut whose every stage fits
   std::vector<size_t> cut{0};
   for (size_t k = stages, i = 0; k > 0; --k) cut.push_back(i = from[k][i]);
   return cut;

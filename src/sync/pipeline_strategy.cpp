@@ -30,28 +30,16 @@ void check_stage_count(const Model& model, const std::vector<ModelLayer>& layers
                             model.name(), layers.size()));
 }
 
-// Where a model's layers are cut for `stages` stages before any step: the
-// user's boundaries, or stages of balanced parameter counts; nothing when
-// the cut waits for the layers' measured times.
-std::optional<std::vector<size_t>> cut_before_training(const PipelineOptions& options, Model& model,
-                                                       const std::vector<ModelLayer>& layers, size_t stages) {
-  if (!options.boundaries.empty()) {
-    try {
-      return cut_at(options.boundaries, layers.size(), stages);
-    } catch (const Error& e) {
-      throw Error(fmt::format("strategy.boundaries: {}", e.what()));
-    }
-  }
-  if (options.balance == PipelineBalance::Time) return std::nullopt;
-  const auto& segments = model.layout().segments();
-  std::vector<double> costs;
+// Each layer's parameter count, from the whole model's layout.
+std::vector<double> parameters_per_layer(const FlatLayout& whole, const std::vector<ModelLayer>& layers) {
+  std::vector<double> counts;
   for (const ModelLayer& layer : layers) {
     double parameters = 0;
     for (size_t s = layer.first_segment; s < layer.first_segment + layer.segments; ++s)
-      parameters += static_cast<double>(segments[s].numel);
-    costs.push_back(parameters);
+      parameters += static_cast<double>(whole.segments()[s].numel);
+    counts.push_back(parameters);
   }
-  return balanced_cut(costs, stages);
+  return counts;
 }
 
 // A cut read back from a checkpoint, checked against this run's layers and stages.
@@ -65,24 +53,15 @@ void check_saved_cut(const std::vector<size_t>& cut, size_t layers, size_t stage
 
 constexpr int kProfileRepeats = 3;  // the quickest of them: the first pays for first touches of memory
 
-// The span of the layout that layers [first, end) hold.
+// The span of the whole model's layout that layers [first, end) hold.
 struct ParameterSpan {
   size_t offset = 0, count = 0;
 };
-ParameterSpan span_of(const Model& model, const std::vector<ModelLayer>& layers, size_t first, size_t end) {
-  const auto& segments = model.layout().segments();
+ParameterSpan span_of(const FlatLayout& whole, const std::vector<ModelLayer>& layers, size_t first, size_t end) {
+  const auto& segments = whole.segments();
   const FlatSegment& from = segments[layers[first].first_segment];
   const FlatSegment& to = segments[layers[end - 1].first_segment + layers[end - 1].segments - 1];
   return {from.offset, to.offset + to.numel - from.offset};
-}
-
-// The layout of layers [first, end) alone, from offset 0.
-FlatLayout layout_of(const Model& model, const std::vector<ModelLayer>& layers, size_t first, size_t end) {
-  FlatLayout out;
-  const auto& segments = model.layout().segments();
-  for (size_t s = layers[first].first_segment; s < layers[end - 1].first_segment + layers[end - 1].segments; ++s)
-    out.add(segments[s].name, segments[s].shape);
-  return out;
 }
 
 // The workers that hold stage `stage` in each of the pipelines, in pipeline order.
@@ -96,9 +75,17 @@ class PipelineStageWorker : public WorkerStrategy {
  public:
   PipelineStageWorker(Model& model, Communicator& comm, const PipelineOptions& options, const StrategyConfig& config,
                       int workers);
-  void start() override;
   float step(const Batch& batch, const StepInfo& info) override;
-  void gather_model() override;
+  // The first pipeline's stages run the data forward together.
+  std::optional<Metrics> evaluate(Model& model, const Dataset& data, int rank) override;
+  // The first pipeline's stages send theirs to worker 0.
+  std::vector<float> whole_parameters(Model& model, int rank) override;
+  std::optional<WorkerMemory> memory() const override {
+    return WorkerMemory{stats_.state_bytes, stats_.peak_activation_bytes};  // nothing before the cut
+  }
+  // The cut, which decides which parameters the worker keeps.
+  void save_placement(StateWriter& out) const override;
+  void load_placement(StateReader& in) override;
   // Every worker its stage's optimizer (and codecs, with several pipelines).
   void save_state(StateWriter& out) override;
   void load_state(StateReader& in) override;
@@ -108,19 +95,22 @@ class PipelineStageWorker : public WorkerStrategy {
   std::vector<std::pair<std::string, std::string>> notes() const override;
 
  private:
-  // The parameters stage `s` holds, in this worker's copy of the model.
-  std::span<float> stage_params(size_t s) {
-    const ParameterSpan span = span_of(model_, layers_, cut_[s], cut_[s + 1]);
-    return model_.params().subspan(span.offset, span.count);
-  }
-  std::span<float> my_params() { return model_.params().subspan(span_.offset, span_.count); }
-  std::span<float> my_grads() { return model_.grads().subspan(span_.offset, span_.count); }
-  // Everything that depends on where the layers are cut.
+  // The replica keeps its stage's layers alone once placed.
+  std::span<float> my_params() { return model_.params(); }
+  std::span<float> my_grads() { return model_.grads(); }
+  // Everything that depends on where the layers are cut, the replica's
+  // layers outside the stage freed first.
   void place(std::vector<size_t> cut);
   // Worker 0 measures its layers on the step's first micro-batch and every worker takes the cut they balance.
   void cut_by_time(const Batch& batch);
-  // Every stage from worker 0's parameters.
-  void hand_out_parameters();
+  // The user's boundaries, or stages of balanced parameter counts; nothing
+  // when the cut waits for the layers' measured times.
+  std::optional<std::vector<size_t>> cut_before_training() const;
+  // The cut that balances `costs` (one per layer) with every stage within
+  // run.memory_limit, its activations `activation_bytes` per layer and
+  // micro-batch (0: not known yet); throws when no cut keeps within it.
+  std::vector<size_t> balanced_within_limit(const std::vector<double>& costs,
+                                            const std::vector<double>& activation_bytes) const;
   void run_passes(const Batch& batch, double& loss);
   void forward(const PipelinePass& pass, const PipelinePass* next, const Batch& batch, double& loss);
   void backward(const PipelinePass& pass, const PipelinePass* next, size_t rows);
@@ -135,9 +125,12 @@ class PipelineStageWorker : public WorkerStrategy {
   size_t microbatches_;
   int stages_, stage_, group_;
   std::vector<ModelLayer> layers_;
+  const FlatLayout whole_layout_;  // the whole model's, as the replica had it before it kept its stage
+  uint64_t memory_limit_;
+  std::vector<size_t> in_flight_;  // per stage: the most micro-batches whose activations it holds
   std::vector<size_t> cut_;  // the stages' first layers, and the layer count (empty until placed)
   std::vector<LayerCost> layer_costs_;  // worker 0, when it measured them
-  ParameterSpan span_;       // this stage's parameters
+  ParameterSpan span_;       // this stage's parameters, in the whole layout
   std::unique_ptr<ModelStage> model_stage_;
   std::unique_ptr<Optimizer> optimizer_;
   FlatLayout stage_layout_;
@@ -165,6 +158,8 @@ PipelineStageWorker::PipelineStageWorker(Model& model, Communicator& comm, const
       stages_(options.stages_of(workers)),
       stage_(comm.rank() % stages_),
       group_(comm.rank() / stages_),
+      whole_layout_(model.layout()),
+      memory_limit_(config.memory_limit),
       links_(comm, stage_ > 0 ? comm.rank() - 1 : -1, stage_ + 1 < stages_ ? comm.rank() + 1 : -1) {
   if (stages_ < 1 || comm.size() % stages_ != 0)  // the plan says so first; a library caller may not ask it
     throw Error(fmt::format("strategy.stages: {} stages do not divide the {} workers into whole pipelines", stages_,
@@ -175,23 +170,70 @@ PipelineStageWorker::PipelineStageWorker(Model& model, Communicator& comm, const
   check_stage_count(model, layers_, static_cast<size_t>(stages_));
   if (comm.size() > stages_)
     holders_ = std::make_unique<SubgroupCommunicator>(comm, holders_of(stage_, stages_, comm.size()));
+  for (size_t s = 0; s < static_cast<size_t>(stages_); ++s)
+    in_flight_.push_back(
+        micro_batches_in_flight(pipeline_passes(options.schedule, s, static_cast<size_t>(stages_), microbatches_)));
   passes_ = pipeline_passes(options.schedule, static_cast<size_t>(stage_), static_cast<size_t>(stages_), microbatches_);
   out_shapes_.resize(microbatches_);
   stats_.stage = stage_, stats_.group = group_;
   stats_.micro_batches_in_flight = micro_batches_in_flight(passes_);
-  if (auto cut = cut_before_training(options, model, layers_, static_cast<size_t>(stages_))) place(std::move(*cut));
+  if (auto cut = cut_before_training()) place(std::move(*cut));
+}
+
+std::optional<std::vector<size_t>> PipelineStageWorker::cut_before_training() const {
+  if (!options_.boundaries.empty()) {
+    try {
+      return cut_at(options_.boundaries, layers_.size(), static_cast<size_t>(stages_));
+    } catch (const Error& e) {
+      throw Error(fmt::format("strategy.boundaries: {}", e.what()));
+    }
+  }
+  if (options_.balance == PipelineBalance::Time) return std::nullopt;
+  return balanced_within_limit(parameters_per_layer(whole_layout_, layers_), std::vector<double>(layers_.size(), 0));
+}
+
+std::vector<size_t> PipelineStageWorker::balanced_within_limit(const std::vector<double>& costs,
+                                                               const std::vector<double>& activation_bytes) const {
+  StageFits fits;
+  if (memory_limit_ > 0) {
+    // A stage's parameters, gradients, their sum over the micro-batches and the optimizer's state.
+    const double floats = 3.0 + static_cast<double>(make_optimizer(optimizer_config_, 0)->state_slots());
+    fits = [this, &activation_bytes, floats, parameters = parameters_per_layer(whole_layout_, layers_)](
+               size_t stage, size_t first, size_t end) {
+      double bytes = 0;
+      for (size_t l = first; l < end; ++l)
+        bytes += floats * sizeof(float) * parameters[l] + activation_bytes[l] * static_cast<double>(in_flight_[stage]);
+      return bytes <= static_cast<double>(memory_limit_);
+    };
+  }
+  std::vector<size_t> cut = balanced_cut(costs, static_cast<size_t>(stages_), fits);
+  if (cut.empty())
+    throw Error(fmt::format("run.memory_limit: no cut of model {}'s {} layers into {} stages keeps every stage's "
+                            "parameters, gradients, their sum and optimizer state{} within {}; more stages "
+                            "(strategy.stages) would hold less",
+                            model_.name(), layers_.size(), stages_,
+                            std::any_of(activation_bytes.begin(), activation_bytes.end(), [](double b) { return b > 0; })
+                                ? " and activations"
+                                : "",
+                            size_text(static_cast<double>(memory_limit_))));
+  return cut;
 }
 
 void PipelineStageWorker::place(std::vector<size_t> cut) {
   cut_ = std::move(cut);
   const size_t first = cut_[static_cast<size_t>(stage_)], end = cut_[static_cast<size_t>(stage_) + 1];
-  span_ = span_of(model_, layers_, first, end);
+  span_ = span_of(whole_layout_, layers_, first, end);
+  // Every replica starts from the same seed, so each stage keeps the initial
+  // values the whole model has (a resumed run then loads its own).
+  if (!model_.keep_layers(first, end) || model_.params().size() != span_.count)
+    throw Error(fmt::format("model {}: cannot keep layers [{}, {}) alone as a pipeline stage", model_.name(), first,
+                            end));
   model_stage_ = model_.stage(first, end);
   if (!model_stage_)
     throw Error(fmt::format("model {}: cannot run layers [{}, {}) as a stage", model_.name(), first, end));
   optimizer_ = make_optimizer(optimizer_config_, span_.count);
   if (holders_) {
-    stage_layout_ = layout_of(model_, layers_, first, end);
+    stage_layout_ = model_.layout();
     reducer_ = std::make_unique<GradientReducer>(*holders_, options_.allreduce, my_grads(), stage_layout_,
                                                  options_.bucket_size.bytes, /*overlap=*/false, codec_);
   }
@@ -202,44 +244,35 @@ void PipelineStageWorker::place(std::vector<size_t> cut) {
 }
 
 void PipelineStageWorker::cut_by_time(const Batch& batch) {
-  std::vector<uint64_t> cut(static_cast<size_t>(stages_) + 1);
+  std::vector<uint64_t> cut(static_cast<size_t>(stages_) + 1);  // all 0: worker 0 found none within the limit
+  std::string why_none;
   if (comm_.rank() == 0) {
     const MicrobatchRows rows = microbatch_rows(batch.size(), microbatches_, 0);
     batch.slice_into(rows.begin, rows.end, micro_);
     layer_costs_ = measure_layers(model_, layers_.size(), micro_, kProfileRepeats);
-    std::vector<double> seconds;
-    for (const LayerCost& c : layer_costs_) seconds.push_back(c.seconds);
-    const std::vector<size_t> balanced = balanced_cut(seconds, static_cast<size_t>(stages_));
-    std::copy(balanced.begin(), balanced.end(), cut.begin());
+    std::vector<double> seconds, activations;
+    for (const LayerCost& c : layer_costs_)
+      seconds.push_back(c.seconds), activations.push_back(static_cast<double>(c.activation_bytes));
+    try {
+      const std::vector<size_t> balanced = balanced_within_limit(seconds, activations);
+      std::copy(balanced.begin(), balanced.end(), cut.begin());
+    } catch (const Error& e) {
+      why_none = e.what();
+    }
   }
   comm_.broadcast(std::as_writable_bytes(std::span<uint64_t>(cut)), 0);
+  if (cut.back() == 0)
+    throw Error(!why_none.empty() ? why_none
+                                  : fmt::format("run.memory_limit: worker 0 found no cut of the layers within {}",
+                                                size_text(static_cast<double>(memory_limit_))));
   place({cut.begin(), cut.end()});
-}
-
-// Every stage starts from worker 0's parameters (its own after a resume:
-// worker 0's checkpoint part holds the whole model).
-void PipelineStageWorker::hand_out_parameters() {
-  if (comm_.rank() == 0) {
-    for (int r = 1; r < comm_.size(); ++r)
-      comm_.send(r, kTagPipelineModel, std::as_bytes(stage_params(static_cast<size_t>(r % stages_))));
-  } else {
-    comm_.recv(0, kTagPipelineModel, std::as_writable_bytes(my_params()));
-  }
-}
-
-// A cut that waits for measured times is made at the first step, on its batch.
-void PipelineStageWorker::start() {
-  if (!cut_.empty()) hand_out_parameters();
 }
 
 float PipelineStageWorker::step(const Batch& batch, const StepInfo& info) {
   if (batch.size() < microbatches_)
     throw Error(fmt::format("a batch of {} sample(s) cannot be split into {} micro-batches", batch.size(),
                             microbatches_));
-  if (cut_.empty()) {
-    cut_by_time(batch);
-    hand_out_parameters();
-  }
+  if (cut_.empty()) cut_by_time(batch);  // a cut by measured times is made at the first step, on its batch
   const double idle_before = links_.idle_seconds();
   Stopwatch clock;
   optimizer_->set_lr(lr_at(optimizer_config_, info.epoch));
@@ -288,25 +321,37 @@ void PipelineStageWorker::update(const StepInfo& info) {
   stats_.allreduce_bytes_sent += comm_.stats().bytes_sent - sent_before;
 }
 
-void PipelineStageWorker::save_state(StateWriter& out) {
+void PipelineStageWorker::save_placement(StateWriter& out) const {
   const std::vector<uint64_t> cut(cut_.begin(), cut_.end());
   out.put("pipeline.cut", cut);
+}
+
+// The cut the run was placed by, measured or not, goes on with it: a cut by
+// measured times is placed here, one made before training must be the same.
+void PipelineStageWorker::load_placement(StateReader& in) {
+  const std::vector<uint64_t> saved = in.take_vector<uint64_t>("pipeline.cut");
+  if (saved.empty()) return;  // no step yet: the replica is whole
+  std::vector<size_t> cut(saved.begin(), saved.end());
+  try {
+    check_saved_cut(cut, layers_.size(), static_cast<size_t>(stages_));
+    if (!cut_.empty() && cut != cut_)
+      throw Error(fmt::format("its pipeline cut [{}] is not this run's [{}] (the same --boundaries and --balance "
+                              "resume it)",
+                              fmt::join(cut, ", "), fmt::join(cut_, ", ")));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", in.source(), e.what()));
+  }
+  if (cut_.empty()) place(std::move(cut));
+}
+
+void PipelineStageWorker::save_state(StateWriter& out) {
   if (cut_.empty()) return;  // no step yet: nothing the optimizer holds
   optimizer_->save_state(out);
   if (reducer_) reducer_->save_state(out);
 }
 
-// The cut the run was placed by, measured or not, goes on with it.
 void PipelineStageWorker::load_state(StateReader& in) {
-  const std::vector<uint64_t> saved = in.take_vector<uint64_t>("pipeline.cut");
-  if (saved.empty()) return;
-  std::vector<size_t> cut(saved.begin(), saved.end());
-  try {
-    check_saved_cut(cut, layers_.size(), static_cast<size_t>(stages_));
-  } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}", in.source(), e.what()));
-  }
-  if (cut != cut_) place(std::move(cut));
+  if (cut_.empty()) return;
   optimizer_->load_state(in);
   if (reducer_) reducer_->load_state(in);
 }
@@ -376,15 +421,57 @@ float PipelineStageWorker::share_loss(double loss) {
   return value;
 }
 
-// The stages of the first pipeline send their parameters to worker 0.
-void PipelineStageWorker::gather_model() {
-  if (group_ != 0 || cut_.empty()) return;  // before the first step worker 0 holds the whole model anyway
+std::optional<Metrics> PipelineStageWorker::evaluate(Model& model, const Dataset& data, int rank) {
+  if (cut_.empty()) return WorkerStrategy::evaluate(model, data, rank);  // not placed: every replica is whole
+  if (group_ != 0) return std::nullopt;
+  // Links of its own: what evaluation sends is not counted as the steps'.
+  PipelineLinks links(comm_, stage_ > 0 ? comm_.rank() - 1 : -1, stage_ + 1 < stages_ ? comm_.rank() + 1 : -1);
+  const size_t chunk = evaluation_chunk(data);
+  const bool reads_data = stage_ == 0 || stage_ + 1 == stages_;  // the features, the targets
+  EvaluationSums sums;
+  Batch batch;
+  std::vector<size_t> indices;
+  Activations in, out;
+  for (size_t start = 0; start < data.size(); start += chunk) {
+    const size_t n = std::min(chunk, data.size() - start);
+    if (reads_data) {
+      indices.resize(n);
+      for (size_t i = 0; i < n; ++i) indices[i] = start + i;
+      batch.gather(data, indices);
+    }
+    if (stage_ > 0) links.receive_forward(n, in);
+    model_stage_->infer(batch, in, out, sums);
+    if (stage_ + 1 < stages_) links.send_forward(out);
+  }
+  std::array<double, 2> sent{sums.loss, static_cast<double>(sums.correct)};
+  if (stages_ > 1 && stage_ + 1 == stages_) {
+    comm_.send(0, kTagPipelineEvaluation, std::as_bytes(std::span<const double>(sent)));
+    return std::nullopt;
+  }
+  if (comm_.rank() != 0) return std::nullopt;
+  if (stages_ > 1) comm_.recv(stages_ - 1, kTagPipelineEvaluation, std::as_writable_bytes(std::span<double>(sent)));
+  return Metrics::from_sums(sent[0], static_cast<size_t>(sent[1]), data.size(), data.size() * data.label_numel());
+}
+
+// Worker 0 gathers the whole model a stage at a time, each straight into its place.
+std::vector<float> PipelineStageWorker::whole_parameters(Model& model, int rank) {
+  if (cut_.empty()) return WorkerStrategy::whole_parameters(model, rank);
+  if (group_ != 0) return {};
   if (stage_ > 0) {
     comm_.send(0, kTagPipelineModel, std::as_bytes(my_params()));
-    return;
+    return {};
   }
-  for (int s = 1; s < stages_; ++s)
-    comm_.recv(s, kTagPipelineModel, std::as_writable_bytes(stage_params(static_cast<size_t>(s))));
+  std::vector<float> whole(whole_layout_.total());
+  for (int s = 0; s < stages_; ++s) {
+    const auto at = static_cast<size_t>(s);
+    const ParameterSpan span = span_of(whole_layout_, layers_, cut_[at], cut_[at + 1]);
+    const std::span<float> into = std::span<float>(whole).subspan(span.offset, span.count);
+    if (s == 0)
+      std::copy(my_params().begin(), my_params().end(), into.begin());
+    else
+      comm_.recv(s, kTagPipelineModel, std::as_writable_bytes(into));
+  }
+  return whole;
 }
 
 void PipelineStageWorker::finish() {
@@ -400,7 +487,7 @@ std::vector<std::pair<std::string, std::string>> PipelineStageWorker::notes() co
   if (!layer_costs_.empty()) {  // worker 0 measured the layers for the cut
     std::vector<std::string> layers;
     for (const LayerCost& c : layer_costs_)
-      layers.push_back(fmt::format("{:.2f} ms ({})", c.seconds * 1e3, human_bytes(c.activation_bytes)));
+      layers.push_back(fmt::format("{:.2f} ms ({})", c.seconds * 1e3, size_text(static_cast<double>(c.activation_bytes))));
     notes.emplace_back("cut", fmt::format("by time, layers' forward and backward on a micro-batch (activations "
                                           "held): {}",
                                           fmt::join(layers, ", ")));
@@ -418,8 +505,9 @@ std::vector<std::pair<std::string, std::string>> PipelineStageWorker::notes() co
                     s.parameters, s.compute_seconds * per_step,
                     s.idle_seconds * per_step, 100 * s.idle_fraction(), s.allreduce_seconds * per_step,
                     s.optimizer_seconds * per_step,
-                    human_bytes(s.bytes_sent / s.steps), human_bytes(s.bytes_received / s.steps),
-                    human_bytes(s.peak_activation_bytes), s.micro_batches_in_flight));
+                    size_text(static_cast<double>(s.bytes_sent / s.steps)),
+                    size_text(static_cast<double>(s.bytes_received / s.steps)),
+                    size_text(static_cast<double>(s.peak_activation_bytes)), s.micro_batches_in_flight));
   }
   return notes;
 }

@@ -9,9 +9,11 @@
 // same micro-batches would make (core/microbatch_sum.hpp), bit for bit.
 //
 // The schedule (core/pipeline_schedule.hpp) orders each stage's passes:
-// GPipe, or 1F1B, which holds fewer micro-batches' activations. Worker 0 is
-// stage 0 and holds the whole model whenever the run looks at it
-// (gather_model: evaluation, the saved model, checkpoints).
+// GPipe, or 1F1B, which holds fewer micro-batches' activations. Each
+// worker's replica keeps its stage's layers alone (Model::keep_layers), so
+// the first pipeline's stages evaluate the model together, send worker 0
+// their parameters for the result and the saved model, and write their own
+// into their checkpoint parts.
 //
 // With W = G x S workers, G pipelines run side by side (data x pipeline),
 // each on its own shard of the data: worker r is stage r mod S of pipeline
@@ -78,7 +80,7 @@ struct PipelineOptions {
           "(native and hierarchical: ring)",
           Range{});
     visit("bucket_size", s.bucket_size, "with several pipelines, a stage's gradients are all-reduced in buckets of at "
-          "most this size, last layers first", Range{});
+          "most this size, last layers first", Range::positive());
   }
   int stages_of(int workers) const { return stages > 0 ? stages : workers; }
   void check(int workers, const std::string& prefix, Problems& problems) const;

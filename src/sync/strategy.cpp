@@ -13,6 +13,19 @@ namespace ptrain {
 void WorkerStrategy::save_state(StateWriter&) { throw Error("this strategy does not write checkpoints"); }
 void WorkerStrategy::load_state(StateReader&) { throw Error("this strategy does not resume from checkpoints"); }
 
+std::optional<Metrics> WorkerStrategy::evaluate(Model& model, const Dataset& data, int rank) {
+  if (rank != 0) return std::nullopt;
+  sync_for_evaluation();
+  return model.evaluate(data);
+}
+
+std::vector<float> WorkerStrategy::whole_parameters(Model& model, int rank) {
+  if (rank != 0) return {};
+  sync_for_evaluation();
+  const auto p = model.params();
+  return {p.begin(), p.end()};
+}
+
 std::string diverged_loss(int worker, float loss, uint64_t step) {
   return fmt::format("worker {}: the loss became {} at step {} (diverged; try a lower learning rate)", worker, loss,
                      step);

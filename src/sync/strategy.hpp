@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,13 @@
 #include "sync/pipeline_stage_stats.hpp"
 
 namespace ptrain {
+
+// Bytes a worker holds to train (WorkerStrategy::memory).
+struct WorkerMemory {
+  uint64_t state_bytes = 0;       // parameters, gradients, the optimizer's state, the strategy's own buffers
+  uint64_t activation_bytes = 0;  // the most held for backward passes so far (0: not counted)
+  uint64_t total() const { return state_bytes + activation_bytes; }
+};
 
 // Why the workers stop after a step (WorkerStrategy::agree_to_stop).
 struct StepStop {
@@ -33,13 +41,21 @@ class WorkerStrategy {
   virtual void start() {}
   // One training step on this worker's batch; returns the loss of that batch.
   virtual float step(const Batch& batch, const StepInfo& info) = 0;
-  // Called on every worker before worker 0 evaluates or hands back the model
-  // (after each epoch, at the end): a strategy whose workers hold different
-  // parts of the model brings them together in worker 0's here. Replicas
-  // already hold the whole model.
-  virtual void gather_model() {}
   // On worker 0: makes its model hold the parameters to evaluate and report.
   virtual void sync_for_evaluation() {}
+  // The model's figures over `data` on worker 0 (nothing on the others),
+  // after an epoch; every worker calls it. By default worker 0 evaluates its
+  // replica after sync_for_evaluation(); a strategy whose workers each keep
+  // part of the model evaluates it together.
+  virtual std::optional<Metrics> evaluate(Model& model, const Dataset& data, int rank);
+  // The whole model's parameters on worker 0 (empty on the others) once
+  // training is over, gathered however the workers keep them; every worker
+  // calls it.
+  virtual std::vector<float> whole_parameters(Model& model, int rank);
+  // What this worker holds to train, where the strategy counts it (a
+  // pipeline stage); empty: its replica's parameters and gradients and the
+  // optimizer's state for all of them.
+  virtual std::optional<WorkerMemory> memory() const { return std::nullopt; }
   // What this worker's gradient codecs did so far (all zero without compression).
   virtual CodecStats codec_stats() const { return {}; }
 
@@ -73,6 +89,10 @@ class WorkerStrategy {
   virtual std::vector<PipelineStageStats> pipeline_stats() const { return {}; }
   // What the summary should say of this strategy's run, as (label, text) lines.
   virtual std::vector<std::pair<std::string, std::string>> notes() const { return {}; }
+  // Checkpoints: what decides which of the model's parameters this worker
+  // keeps (a pipeline's cut), saved before them and loaded before they are.
+  virtual void save_placement(StateWriter& /*out*/) const {}
+  virtual void load_placement(StateReader& /*in*/) {}
   // Checkpoints: this worker's state besides its model's parameters (the
   // optimizer's, the codecs', the strategy's own), saved between steps on
   // every worker at the same step and loaded before start(). Strategies whose
@@ -102,6 +122,7 @@ struct StrategyConfig {
   size_t total_steps = 0;         // per worker over the run (--max-steps may cut the last epoch short)
   size_t microbatches = 1;        // a pipeline's micro-batches per step (run.microbatches)
   double time_limit_seconds = 0;  // strategies that stop on time: end the run after this much training (0: none)
+  uint64_t memory_limit = 0;      // bytes a worker may hold to train (0: none); a pipeline cuts its layers to fit
 };
 
 // State shared by all the workers of one run, and the factory of their sides.

@@ -34,7 +34,8 @@ TEST(Fields, TextIsParsedStrictly) {
   ByteSize s;
   EXPECT_FALSE(field_from_text(s, "25MiB"));
   EXPECT_EQ(s.bytes, size_t{25} << 20);
-  EXPECT_TRUE(field_from_text(s, "0").has_value());
+  EXPECT_FALSE(field_from_text(s, "0")) << "zero is a size; a field's range says whether it takes it";
+  EXPECT_EQ(s.bytes, 0u);
   EXPECT_TRUE(field_from_text(s, "-4KiB").has_value());
   std::vector<int64_t> widths;
   EXPECT_FALSE(field_from_text(widths, "256,128"));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
 #include "data/synthetic.hpp"
 #include "model/torch/flat_module.hpp"
 #include "model/model_registry.hpp"
@@ -150,6 +151,64 @@ TEST(FlatModule, StagedBuffersAreHostCopiesThatReachTheModuleEachPass) {
     EXPECT_EQ(after.to_device_bytes, before.to_device_bytes) << name;
     EXPECT_EQ(after.steps, 2u) << name;
     EXPECT_EQ(after.to_host_bytes, 2 * staged->params().size() * sizeof(float)) << name;
+  }
+}
+
+// A pipeline stage's replica keeps its layers alone: their parameters, bound
+// to buffers of their own with the values the whole model had, and nothing
+// of the others'; it runs its stage and refuses whole passes.
+TEST(FlatModule, KeepingLayersFreesTheOthersAndKeepsTheirValues) {
+  for (const char* name : {"mlp", "cnn"}) {
+    auto whole = make_model({name, {64, 32}, 3}, {1, 28, 28}, 10);
+    auto kept = make_model({name, {64, 32}, 3}, {1, 28, 28}, 10);
+    std::string why_not;
+    const std::vector<ModelLayer> layers = whole->layers(why_not);
+    ASSERT_GE(layers.size(), 3u) << name;
+    const auto& segments = whole->layout().segments();
+    const size_t from = segments[layers[1].first_segment].offset;
+    const FlatSegment& last = segments[layers[2].first_segment + layers[2].segments - 1];
+    const size_t count = last.offset + last.numel - from;
+
+    ASSERT_TRUE(kept->keep_layers(1, 3)) << name;
+    ASSERT_EQ(kept->params().size(), count) << name;
+    EXPECT_EQ(kept->layout().total(), count) << name;
+    EXPECT_EQ(kept->layout().segments().size(), layers[1].segments + layers[2].segments) << name;
+    EXPECT_TRUE(std::equal(kept->params().begin(), kept->params().end(), whole->params().begin() + from)) << name;
+    // The layers still read as the whole model's, so that a stage is named as before.
+    EXPECT_EQ(kept->layers(why_not).size(), layers.size()) << name;
+    size_t held = 0;
+    for (const auto& p : as_flat(*kept).module()->parameters()) {
+      held += static_cast<size_t>(p.numel());
+      if (p.numel() == 0) continue;
+      const float* data = p.data_ptr<float>();
+      EXPECT_GE(data, kept->params().data()) << name;
+      EXPECT_LE(data + p.numel(), kept->params().data() + kept->params().size()) << name;
+    }
+    EXPECT_EQ(held, count) << name << ": the other layers' parameters are emptied";
+
+    // Its stage computes what the whole model's stage of the same layers does.
+    const Batch batch = test::image_batch(6, 4);
+    auto first = whole->stage(0, 1);
+    Activations none, in, out_whole, out_kept, grad_in;
+    first->forward(0, batch, none, in);
+    auto a = whole->stage(1, 3), b = kept->stage(1, 3);
+    a->forward(0, batch, in, out_whole);
+    b->forward(0, batch, in, out_kept);
+    EXPECT_EQ(out_kept.values, out_whole.values) << name;
+    EXPECT_EQ(out_kept.shape, out_whole.shape) << name;
+    Activations grad_out{out_whole.shape, std::vector<float>(out_whole.values.size(), 0.5f)};
+    a->backward(0, grad_out, grad_in);
+    b->backward(0, grad_out, grad_in);
+    EXPECT_TRUE(std::equal(kept->grads().begin(), kept->grads().end(), whole->grads().begin() + from)) << name;
+
+    EXPECT_THROW(kept->stage(0, 2), Error) << name;
+    EXPECT_FALSE(kept->keep_layers(1, 2)) << name << ": once only";
+    const std::string message = test::error_message([&] { kept->forward_backward(batch); });
+    EXPECT_NE(message.find("keeps layers 1-2 only (a pipeline stage)"), std::string::npos) << message;
+    const Dataset flat = make_gaussian_clusters(8, 28 * 28, 10, 9);
+    const Dataset images("images", {1, 28, 28}, {flat.features().begin(), flat.features().end()},
+                         {flat.labels().begin(), flat.labels().end()}, 10);
+    EXPECT_THROW(kept->evaluate(images), Error) << name;
   }
 }
 

@@ -60,6 +60,34 @@ TEST(PipelineSplit, BalancedCutIsTheBestOfEveryCut) {
   EXPECT_EQ(balanced_cut({1, 1, 1}, 2), (std::vector<size_t>{0, 2, 3})) << "ties go to the earlier stages";
 }
 
+// Under a memory limit only the cuts whose every stage fits count: the best
+// of them, checked against every cut, or none.
+TEST(PipelineSplit, BalancedCutKeepsEveryStageWithinWhatFits) {
+  const std::vector<double> costs{4, 1, 1, 4};
+  const auto sum = [&](size_t first, size_t end) {
+    double c = 0;
+    for (size_t l = first; l < end; ++l) c += costs[l];
+    return c;
+  };
+  EXPECT_EQ(balanced_cut(costs, 2), (std::vector<size_t>{0, 2, 4}));
+  // A first stage that may hold a cost of 4 at most (as 1F1B's first stage holds the most activations).
+  const StageFits small_first = [&](size_t stage, size_t first, size_t end) { return stage > 0 || sum(first, end) <= 4; };
+  EXPECT_EQ(balanced_cut(costs, 2, small_first), (std::vector<size_t>{0, 1, 4}));
+  EXPECT_EQ(balanced_cut(costs, 3, small_first), (std::vector<size_t>{0, 1, 3, 4}));
+  EXPECT_TRUE(balanced_cut(costs, 2, [](size_t, size_t first, size_t end) { return end - first <= 1; }).empty());
+  // Every stage within 6: five stages can be, four cannot.
+  const std::vector<double> model{5, 1, 1, 1, 6, 2, 2, 5};
+  const StageFits within = [&](size_t, size_t first, size_t end) {
+    double c = 0;
+    for (size_t l = first; l < end; ++l) c += model[l];
+    return c <= 6;
+  };
+  const auto cut = balanced_cut(model, 5, within);
+  EXPECT_EQ(cut, (std::vector<size_t>{0, 2, 4, 5, 7, 8}));
+  for (size_t s = 0; s < 5; ++s) EXPECT_TRUE(within(s, cut[s], cut[s + 1])) << s;
+  EXPECT_TRUE(balanced_cut(model, 4, within).empty()) << "5+1, 1+1, 6, 2+2 leave the last 5 no stage";
+}
+
 TEST(PipelineSplit, GivenBoundariesAreTakenOrRefused) {
   EXPECT_EQ(cut_at({1, 3}, 4, 3), (std::vector<size_t>{0, 1, 3, 4}));
   EXPECT_EQ(cut_at({}, 4, 1), (std::vector<size_t>{0, 4}));

@@ -125,5 +125,27 @@ TEST(PipelineLayered, ACutByMeasuredTimeTrainsTheSameBitsAndResumesWithItsCut) {
   EXPECT_EQ(resumed.final_params, counted.final_params);
 }
 
+// Under a memory limit a cut by measured time is made among the cuts whose
+// every stage fits: its state, and its layers' activations times the
+// micro-batches it holds at once.
+TEST(PipelineLayered, ACutByMeasuredTimeKeepsEveryStageWithinTheMemoryLimit) {
+  const LoadedData data = test::small_clusters();
+  const RunResult counted = run_layered(pipeline_of(layered_plan(1, 2), 2, 1, PipelineSchedule::OneForwardOneBackward), data);
+  RunPlan plan = pipeline_of(layered_plan(1, 2), 2, 1, PipelineSchedule::OneForwardOneBackward, PipelineBalance::Time);
+  // Layers 0-1 (88 + 54 parameters, 4 floats each with momentum) would hold 2,272 B of state before
+  // their activations; layer 0 alone holds 1,408 B and two micro-batches of 432 B.
+  plan.run.memory_limit = ByteSize{2400};
+  const RunResult timed = run_layered(plan, data);
+  EXPECT_EQ(cut_of(timed), (std::vector<std::pair<uint64_t, uint64_t>>{{0, 1}, {1, 3}}));
+  EXPECT_EQ(timed.final_params, counted.final_params);
+  EXPECT_LE(timed.pipeline[0].state_bytes + timed.pipeline[0].peak_activation_bytes, 2400u);
+  plan.run.memory_limit = ByteSize{1024};
+  const std::string refused = test::error_message([&] { run_layered(plan, data); });
+  EXPECT_NE(refused.find("run.memory_limit: no cut of model layered's 3 layers into 2 stages keeps every stage's "
+                         "parameters, gradients, their sum and optimizer state and activations within 1.0 KiB"),
+            std::string::npos)
+      << refused;
+}
+
 }  // namespace
 }  // namespace ptrain

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "data/fashion_mnist.hpp"
 #include "model/model_registry.hpp"
+#include "run/checkpoint_store.hpp"
 #include "run/resume.hpp"
 #include "run/run.hpp"
 #include "run/run_fixtures.hpp"
@@ -65,7 +66,7 @@ void expect_same_run(const RunResult& a, const RunResult& b, const std::string& 
   ASSERT_EQ(a.epochs.size(), b.epochs.size()) << what;
   for (size_t e = 0; e < a.epochs.size(); ++e) {
     EXPECT_EQ(a.epochs[e].train_loss, b.epochs[e].train_loss) << what;
-    // Worker 0 evaluates the whole model, not only its stage.
+    // The stages evaluate the model together, to the figures of the whole one.
     EXPECT_EQ(a.epochs[e].test_loss, b.epochs[e].test_loss) << what;
     EXPECT_EQ(a.epochs[e].test_accuracy, b.epochs[e].test_accuracy) << what;
   }
@@ -174,6 +175,9 @@ class KilledStage : public ModelStage {
   void backward(size_t slot, const Activations& grad_out, Activations& grad_in) override {
     inner_->backward(slot, grad_out, grad_in);
   }
+  void infer(const Batch& micro, const Activations& in, Activations& out, EvaluationSums& sums) override {
+    inner_->infer(micro, in, out, sums);
+  }
   size_t held_bytes() const override { return inner_->held_bytes(); }
   void clear() override { inner_->clear(); }
 
@@ -194,6 +198,7 @@ class KilledModel : public Model {
   float forward_backward(const Batch& batch) override { return inner_->forward_backward(batch); }
   Metrics evaluate(const Dataset& data) override { return inner_->evaluate(data); }
   std::vector<ModelLayer> layers(std::string& why_not) const override { return inner_->layers(why_not); }
+  bool keep_layers(size_t first, size_t end) override { return inner_->keep_layers(first, end); }
   std::unique_ptr<ModelStage> stage(size_t first, size_t end) override {
     return std::make_unique<KilledStage>(inner_->stage(first, end), kill_at_, armed_);
   }
@@ -236,6 +241,56 @@ TEST(Pipeline, ARunKilledMidwayResumesToTheBitsOfTheWholeRun) {
     EXPECT_EQ(resumed.final_params, whole.final_params) << enum_name(schedule);
     EXPECT_EQ(resumed.step_losses, whole.step_losses) << enum_name(schedule);
   }
+}
+
+// A model whose parameters, gradients and Adam's moments pass one worker's
+// limit is refused on one worker and trains split in two stages, to the bits
+// of the unlimited run: each stage's worker keeps its own layers alone, its
+// checkpoint part holds them alone, and the report says what it held.
+TEST(Pipeline, AModelOverOneWorkersMemoryLimitTrainsOnlyWhenSplit) {
+  const LoadedData data = test::small_clusters();
+  RunPlan one = mlp_plan(1, 2);
+  one.model = MlpOptions{{64, 64, 64}};  // 704 + 4160 + 4160 + 195 parameters
+  const RunResult unlimited = run_plan(one, data_only(data));
+  one.run.memory_limit = ByteSize{128 << 10};
+  const std::string refused = test::error_message([&] { run_plan(one, data_only(data)); });
+  // 4 floats a parameter: the weight, its gradient and Adam's two moments.
+  EXPECT_NE(refused.find("run.memory_limit: worker 0 would hold 144.0 KiB to train"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("a pipeline (--strategy pipeline)"), std::string::npos) << refused;
+
+  RunPlan split = as_pipeline(one, 2, PipelineSchedule::OneForwardOneBackward);
+  test::ScratchDir dir;
+  split.run.checkpoint_dir = dir.file("ckpt");
+  const RunResult r = run_plan(split, data_only(data));
+  expect_same_run(r, unlimited, "split under the limit");
+  EXPECT_GT(r.epochs.back().test_accuracy, 0.9);
+  const auto memory = std::find_if(r.notes.begin(), r.notes.end(), [](const auto& n) { return n.first == "memory"; });
+  ASSERT_NE(memory, r.notes.end());
+  EXPECT_NE(memory->second.find("of the limit of 128.0 KiB"), std::string::npos) << memory->second;
+  // Stage 0 keeps layers 0-1: 5 floats a parameter (with the step's gradient sum), and its activations.
+  EXPECT_GT(r.pipeline[0].state_bytes, 0u);
+  EXPECT_EQ(r.pipeline[0].state_bytes, 5 * (704 + 4160) * sizeof(float));
+
+  const CheckpointStore store = CheckpointStore::existing(split.run.checkpoint_dir);
+  const FoundCheckpoint found = *store.newest();
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::vector<std::byte> part = store.read_part(found, rank);
+    StateReader in(part, "part");
+    in.take_value<uint64_t>("step");
+    EXPECT_EQ(in.take_vector<uint64_t>("pipeline.cut"), (std::vector<uint64_t>{0, 2, 4}));
+    EXPECT_EQ(in.take_vector<float>("params").size(), rank == 0 ? 704u + 4160 : 4160u + 195) << rank;
+  }
+
+  split.run.checkpoint_dir.clear();
+  split.run.memory_limit = ByteSize{64 << 10};
+  const std::string tight = test::error_message([&] { run_plan(split, data_only(data)); });
+  // The balanced stages would hold 95.0 and 85.1 KiB, and no other cut in two holds less than 95.0: the
+  // stages' parameters balanced are their state balanced (a cut by time moves to fit, pipeline_split_test).
+  EXPECT_NE(tight.find("run.memory_limit: no cut of model mlp's 4 layers into 2 stages keeps every stage's "
+                       "parameters, gradients, their sum and optimizer state within 64.0 KiB"),
+            std::string::npos)
+      << tight;
+  EXPECT_NE(tight.find("more stages (strategy.stages)"), std::string::npos) << tight;
 }
 
 TEST(Pipeline, TheReportSaysWhatEachStageDid) {

@@ -190,6 +190,7 @@ FlatModule::FlatModule(std::string name, Parts parts, const ComputeDevice& devic
     p.set_data(param_view);
     // A defined .grad makes AccumulateGrad add into it in place, i.e. into the flat buffer.
     p.mutable_grad() = flat_grads_.narrow(0, off, n).view(seg.shape);
+    bound_.push_back(p);
     if (staged_) continue;
     accumulators_.push_back(torch::autograd::impl::grad_accumulator(p));
     accumulators_.back()->add_post_hook(std::make_unique<GradientReadyPostHook>(ready_hook_, i));
@@ -198,7 +199,7 @@ FlatModule::FlatModule(std::string name, Parts parts, const ComputeDevice& devic
 }
 
 bool FlatModule::set_gradient_ready_hook(GradientReadyHook hook) {
-  if (staged_) return false;
+  if (staged_ || whole_) return false;  // a stage's segments are not the hooks' numbers
   ready_hook_ = std::move(hook);
   return true;
 }
@@ -228,7 +229,14 @@ torch::Tensor FlatModule::loss_of(const torch::Tensor& output, const torch::Tens
   return loss_ ? loss_(output, labels) : cross_entropy(output, labels);
 }
 
+void FlatModule::check_whole(const char* what) const {
+  if (whole_)
+    throw Error(fmt::format("model {}: this replica keeps layers {}-{} only (a pipeline stage), so it cannot {}",
+                            name_, kept_first_, kept_end_ - 1, what));
+}
+
 float FlatModule::forward_backward(const Batch& batch) {
+  check_whole("run a whole forward and backward pass");
   if (batch.size() == 0) throw Error(name_ + " model: empty batch");
   try {
     std::optional<c10::StreamGuard> on_stream;
@@ -263,6 +271,7 @@ float FlatModule::forward_backward(const Batch& batch) {
 }
 
 std::vector<int64_t> FlatModule::output_shape(const Batch& batch) {
+  check_whole("compute its output");
   try {
     torch::NoGradGuard no_grad;
     EvaluationMode evaluating(set_training_);  // no BatchNorm statistics from a look at the shapes
@@ -278,6 +287,7 @@ std::vector<int64_t> FlatModule::output_shape(const Batch& batch) {
 }
 
 std::vector<ModelLayer> FlatModule::layers(std::string& why_not) const {
+  if (whole_) return whole_->layers;
   if (children_.empty()) {
     why_not = "model " + name_ + " is not a Sequential (a module that runs its children in order), so it cannot be "
               "split into pipeline stages";
@@ -292,24 +302,73 @@ std::vector<ModelLayer> FlatModule::layers(std::string& why_not) const {
 
 std::unique_ptr<ModelStage> FlatModule::stage(size_t first, size_t end) {
   std::string why_not;
-  const SequentialLayers split = sequential_layers(children_, layout_, name_, why_not);
-  if (split.layers.empty() || staged_ || first >= end || end > split.layers.size())
+  const SequentialLayers split = whole_ ? *whole_ : sequential_layers(children_, layout_, name_, why_not);
+  const bool kept = !whole_ || (kept_first_ <= first && end <= kept_end_);
+  if (split.layers.empty() || staged_ || first >= end || end > split.layers.size() || !kept)
     throw Error(fmt::format("model {}: no stage of layers [{}, {})", name_, first, end));
+  // A replica that keeps some layers numbers its segments from its first.
+  const size_t base = whole_ ? split.layers[kept_first_].first_segment : 0;
   const ModelLayer& last = split.layers[end - 1];
   return std::make_unique<SequentialStage>(*this, children_, split.first_child[first], split.first_child[end],
-                                           split.layers[first].first_segment, last.first_segment + last.segments,
-                                           end == split.layers.size());
+                                           split.layers[first].first_segment - base,
+                                           last.first_segment + last.segments - base, end == split.layers.size());
+}
+
+bool FlatModule::keep_layers(size_t first, size_t end) {
+  std::string why_not;
+  if (whole_ || staged_) return false;
+  SequentialLayers split = sequential_layers(children_, layout_, name_, why_not);
+  if (split.layers.empty() || first >= end || end > split.layers.size()) return false;
+  const size_t from = split.layers[first].first_segment;
+  const size_t to = split.layers[end - 1].first_segment + split.layers[end - 1].segments;
+  FlatLayout kept;
+  for (size_t s = from; s < to; ++s) kept.add(layout_.segments()[s].name, layout_.segments()[s].shape);
+  const auto total = static_cast<int64_t>(kept.total());
+  auto params = torch::empty({total}, torch::kFloat32);
+  auto grads = torch::zeros({total}, torch::kFloat32);
+  torch::NoGradGuard no_grad;
+  for (size_t s = 0; s < bound_.size(); ++s) {
+    auto& p = bound_[s];
+    if (s < from || s >= to) {  // nothing of the old buffers stays referenced: they are freed
+      p.set_data(torch::empty({0}, torch::kFloat32));
+      p.mutable_grad() = torch::Tensor();
+      continue;
+    }
+    const FlatSegment& seg = kept.segments()[s - from];
+    const auto off = static_cast<int64_t>(seg.offset), n = static_cast<int64_t>(seg.numel);
+    auto view = params.narrow(0, off, n).view(seg.shape);
+    view.copy_(p);
+    p.set_data(view);
+    p.mutable_grad() = grads.narrow(0, off, n).view(seg.shape);
+  }
+  flat_params_ = host_params_ = params;
+  flat_grads_ = host_grads_ = grads;
+  layout_ = std::move(kept);
+  whole_ = std::move(split);
+  kept_first_ = first, kept_end_ = end;
+  ready_hook_ = {};
+  return true;
+}
+
+void FlatModule::score(const torch::Tensor& out, const torch::Tensor& y, EvaluationSums& sums) const {
+  if (loss_) {
+    // The loss function gives the mean per target: times the targets, it sums.
+    sums.loss += loss_(out, y).item<double>() * static_cast<double>(y.numel());
+  } else {
+    sums.loss += cross_entropy(out, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                     .item<double>();
+  }
+  // A class per target: the largest output over the last dimension ([N, classes] or [N, T, classes]).
+  if (out.dim() == y.dim() + 1 && out.sizes().slice(0, static_cast<size_t>(y.dim())).equals(y.sizes()))
+    sums.correct += static_cast<uint64_t>(out.argmax(-1).eq(y).sum().item<int64_t>());
 }
 
 Metrics FlatModule::evaluate(const Dataset& data) {
+  check_whole("evaluate the model");
   torch::NoGradGuard no_grad;
   EvaluationMode eval(set_training_);
-  // Up to 1000 samples at a time, fewer when their outputs would pass 16 Mi
-  // values (a language model's: positions x vocabulary each).
-  const size_t per_sample = std::max<size_t>(1, data.label_numel() * static_cast<size_t>(std::max(1, data.num_classes())));
-  const size_t chunk = std::clamp<size_t>((size_t{16} << 20) / per_sample, 1, 1000);
-  double loss = 0;
-  int64_t correct = 0;
+  const size_t chunk = evaluation_chunk(data);
+  EvaluationSums sums;
   try {
     std::optional<c10::StreamGuard> on_stream;
     if (stream_) on_stream.emplace(*stream_);
@@ -319,23 +378,14 @@ Metrics FlatModule::evaluate(const Dataset& data) {
       const size_t n = std::min(chunk, data.size() - start);
       auto x = on_device(input_tensor(data.sample(start).data(), n, data.sample_shape(), data.task()));
       auto y = on_device(label_tensor(data.targets(start).data(), n, data.label_shape()));
-      auto out = forward_(x);
-      if (loss_) {
-        // The loss function gives the mean per target: times the targets, it sums.
-        loss += loss_(out, y).item<double>() * static_cast<double>(y.numel());
-      } else {
-        loss += cross_entropy(out, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .item<double>();
-      }
-      // A class per target: the largest output over the last dimension ([N, classes] or [N, T, classes]).
-      if (out.dim() == y.dim() + 1 && out.sizes().slice(0, static_cast<size_t>(y.dim())).equals(y.sizes()))
-        correct += out.argmax(-1).eq(y).sum().item<int64_t>();
+      score(forward_(x), y, sums);
     }
     traffic_ = training;
   } catch (...) {
     rethrow_as_one_line(name_);
   }
-  return Metrics::from_sums(loss, static_cast<size_t>(correct), data.size(), data.size() * data.label_numel());
+  return Metrics::from_sums(sums.loss, static_cast<size_t>(sums.correct), data.size(),
+                            data.size() * data.label_numel());
 }
 
 }  // namespace ptrain

@@ -25,6 +25,7 @@
 
 #include "core/compute_device.hpp"
 #include "core/model.hpp"
+#include "model/torch/sequential_stage.hpp"
 
 namespace ptrain {
 
@@ -104,8 +105,17 @@ class FlatModule : public Model {
   // (model/torch/sequential_stage.hpp), on the CPU.
   std::vector<ModelLayer> layers(std::string& why_not) const override;
   std::unique_ptr<ModelStage> stage(size_t first, size_t end) override;
+  // Rebinds the kept layers' parameters to flat buffers of their own and
+  // empties the others' (their memory goes); on the CPU.
+  bool keep_layers(size_t first, size_t end) override;
   // The mean loss of `output` against `labels`: the module's own, or cross-entropy.
   torch::Tensor loss_of(const torch::Tensor& output, const torch::Tensor& labels) const;
+  // Adds `output`'s summed loss and right answers against `labels` to `sums`.
+  void score(const torch::Tensor& output, const torch::Tensor& labels, EvaluationSums& sums) const;
+  // Training or evaluation mode (Dropout, BatchNorm), where the module has them.
+  void set_training(bool on) const {
+    if (set_training_) set_training_(on);
+  }
 
   // The module (null for a TorchScript module), and its forward as the model runs it.
   const std::shared_ptr<torch::nn::Module>& module() const { return module_; }
@@ -121,6 +131,8 @@ class FlatModule : public Model {
   torch::Tensor on_device(const torch::Tensor& host);
   // Waits for this replica's device work (its stream) to finish.
   void wait_for_device() const;
+  // Throws once keep_layers() left this replica a stage of the model.
+  void check_whole(const char* what) const;
 
   std::string name_;
   std::shared_ptr<torch::nn::Module> module_;
@@ -129,6 +141,10 @@ class FlatModule : public Model {
   std::function<void(bool)> set_training_;
   std::vector<ModuleChild> children_;  // Parts::children
   FlatLayout layout_;
+  std::vector<torch::Tensor> bound_;  // the trained parameters, in the layout's order
+  // After keep_layers(): the whole model's layers, and which of them this replica keeps.
+  std::optional<SequentialLayers> whole_;
+  size_t kept_first_ = 0, kept_end_ = 0;
   torch::Device device_ = torch::kCPU;
   // Copies between host and device buffers each step: on a GPU, or on the
   // CPU when ComputeDevice::staged asks for it (tests).

@@ -143,6 +143,28 @@ void SequentialStage::backward_pass(size_t slot, const Activations& grad_out, Ac
   if (!first_) copy_out(held.input.grad(), grad_in);
 }
 
+void SequentialStage::infer(const Batch& micro, const Activations& in, Activations& out, EvaluationSums& sums) {
+  try {
+    torch::NoGradGuard no_grad;
+    model_.set_training(false);
+    struct Training {  // back to training mode however the pass ends
+      const FlatModule& model;
+      ~Training() { model.set_training(true); }
+    } back{model_};
+    const Task task = micro.label_shape.empty() ? Task::Classification : Task::LanguageModel;
+    const torch::Tensor x = first_ ? input_tensor(micro.features.data(), micro.size(), micro.sample_shape, task)
+                                   : view_of(in, "activations");
+    size_t bytes = 0;
+    const torch::Tensor y = run_children(x, bytes);
+    if (last_)
+      model_.score(y, label_tensor(micro.labels.data(), micro.size(), micro.label_shape), sums);
+    else
+      copy_out(y, out);
+  } catch (const c10::Error& e) {
+    throw Error("model " + model_.name() + ": " + torch_error_line(e));
+  }
+}
+
 size_t SequentialStage::held_bytes() const {
   size_t bytes = 0;
   for (const auto& [slot, held] : held_) bytes += held.bytes;

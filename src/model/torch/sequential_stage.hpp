@@ -41,6 +41,7 @@ class SequentialStage final : public ModelStage {
                   size_t first_segment, size_t end_segment, bool last);
   float forward(size_t slot, const Batch& micro, const Activations& in, Activations& out) override;
   void backward(size_t slot, const Activations& grad_out, Activations& grad_in) override;
+  void infer(const Batch& micro, const Activations& in, Activations& out, EvaluationSums& sums) override;
   size_t held_bytes() const override;
   void clear() override { held_.clear(); }
 
