@@ -109,7 +109,7 @@ new_case; expect option "--memory-limit -1" 2 "--memory-limit: expected a size" 
   "$ptrain" train @SHORT@ --memory-limit -1
 new_case; expect option "--memory-limit below one worker's whole model" 2 "--memory-limit: worker 0 would hold" -- \
   "$ptrain" train @SHORT@ --workers 1 --memory-limit 64KiB
-new_case; expect option "--strategy pipeline: --memory-limit below a stage" 2 "would hold" -- \
+new_case; expect option "--strategy pipeline: --memory-limit below every cut" 2 "--memory-limit: no cut of model mlp's 2 layers into 2 stages" -- \
   "$ptrain" train @SHORT@ --strategy pipeline --memory-limit 64KiB
 new_case; expect option "--memory-limit with a shared-memory strategy" 2 "--memory-limit applies to the trainer" -- \
   "$ptrain" train @SHORT@ --memory-limit 1MiB --strategy hogwild
