@@ -108,9 +108,12 @@ class PipelineStageWorker : public WorkerStrategy {
   std::optional<std::vector<size_t>> cut_before_training() const;
   // The cut that balances `costs` (one per layer) with every stage within
   // run.memory_limit, its activations `activation_bytes` per layer and
-  // micro-batch (0: not known yet); throws when no cut keeps within it.
+  // micro-batch (empty: not measured); throws no_cut_within_limit() when
+  // no cut keeps within it.
   std::vector<size_t> balanced_within_limit(const std::vector<double>& costs,
                                             const std::vector<double>& activation_bytes) const;
+  // The same words on every worker, whichever says it first.
+  Error no_cut_within_limit(bool with_activations) const;
   void run_passes(const Batch& batch, double& loss);
   void forward(const PipelinePass& pass, const PipelinePass* next, const Batch& batch, double& loss);
   void backward(const PipelinePass& pass, const PipelinePass* next, size_t rows);
@@ -189,7 +192,7 @@ std::optional<std::vector<size_t>> PipelineStageWorker::cut_before_training() co
     }
   }
   if (options_.balance == PipelineBalance::Time) return std::nullopt;
-  return balanced_within_limit(parameters_per_layer(whole_layout_, layers_), std::vector<double>(layers_.size(), 0));
+  return balanced_within_limit(parameters_per_layer(whole_layout_, layers_), {});
 }
 
 std::vector<size_t> PipelineStageWorker::balanced_within_limit(const std::vector<double>& costs,
@@ -202,21 +205,22 @@ std::vector<size_t> PipelineStageWorker::balanced_within_limit(const std::vector
                size_t stage, size_t first, size_t end) {
       double bytes = 0;
       for (size_t l = first; l < end; ++l)
-        bytes += floats * sizeof(float) * parameters[l] + activation_bytes[l] * static_cast<double>(in_flight_[stage]);
+        bytes += floats * sizeof(float) * parameters[l] +
+                 (activation_bytes.empty() ? 0.0 : activation_bytes[l] * static_cast<double>(in_flight_[stage]));
       return bytes <= static_cast<double>(memory_limit_);
     };
   }
   std::vector<size_t> cut = balanced_cut(costs, static_cast<size_t>(stages_), fits);
-  if (cut.empty())
-    throw Error(fmt::format("run.memory_limit: no cut of model {}'s {} layers into {} stages keeps every stage's "
-                            "parameters, gradients, their sum and optimizer state{} within {}; more stages "
-                            "(strategy.stages) would hold less",
-                            model_.name(), layers_.size(), stages_,
-                            std::any_of(activation_bytes.begin(), activation_bytes.end(), [](double b) { return b > 0; })
-                                ? " and activations"
-                                : "",
-                            size_text(static_cast<double>(memory_limit_))));
+  if (cut.empty()) throw no_cut_within_limit(!activation_bytes.empty());
   return cut;
+}
+
+Error PipelineStageWorker::no_cut_within_limit(bool with_activations) const {
+  return Error(fmt::format("run.memory_limit: no cut of model {}'s {} layers into {} stages keeps every stage's "
+                           "parameters, gradients, their sum and optimizer state{} within {}; more stages "
+                           "(strategy.stages) would hold less",
+                           model_.name(), layers_.size(), stages_, with_activations ? " and activations" : "",
+                           size_text(static_cast<double>(memory_limit_))));
 }
 
 void PipelineStageWorker::place(std::vector<size_t> cut) {
@@ -245,7 +249,6 @@ void PipelineStageWorker::place(std::vector<size_t> cut) {
 
 void PipelineStageWorker::cut_by_time(const Batch& batch) {
   std::vector<uint64_t> cut(static_cast<size_t>(stages_) + 1);  // all 0: worker 0 found none within the limit
-  std::string why_none;
   if (comm_.rank() == 0) {
     const MicrobatchRows rows = microbatch_rows(batch.size(), microbatches_, 0);
     batch.slice_into(rows.begin, rows.end, micro_);
@@ -256,15 +259,11 @@ void PipelineStageWorker::cut_by_time(const Batch& batch) {
     try {
       const std::vector<size_t> balanced = balanced_within_limit(seconds, activations);
       std::copy(balanced.begin(), balanced.end(), cut.begin());
-    } catch (const Error& e) {
-      why_none = e.what();
+    } catch (const Error&) {  // every worker says so below, once it has the news
     }
   }
   comm_.broadcast(std::as_writable_bytes(std::span<uint64_t>(cut)), 0);
-  if (cut.back() == 0)
-    throw Error(!why_none.empty() ? why_none
-                                  : fmt::format("run.memory_limit: worker 0 found no cut of the layers within {}",
-                                                size_text(static_cast<double>(memory_limit_))));
+  if (cut.back() == 0) throw no_cut_within_limit(true);
   place({cut.begin(), cut.end()});
 }
 
