@@ -266,7 +266,8 @@ void WorkerLoop::gather_totals() {
   const auto codec = allgather_value(comm_, side_->codec_stats());
   const auto steps = allgather_value(comm_, static_cast<uint64_t>(position_.step));
   const auto left = comm_.allgatherv(std::as_bytes(std::span<const char>(left_why_)));
-  const auto memory = allgather_value(comm_, memory_of(*side_, replica_, config_.strategy.optimizer));
+  std::vector<WorkerMemory> memory;  // the same config on every worker: all gather, or none
+  if (config_.memory_limit > 0) memory = allgather_value(comm_, memory_of(*side_, replica_, config_.strategy.optimizer));
   if (rank_ != 0) return;
   result_.codec = codec;
   for (const uint64_t s : steps) {

@@ -51,6 +51,10 @@ void check_saved_cut(const std::vector<size_t>& cut, size_t layers, size_t stage
                             stages, layers));
 }
 
+// What a stage holds a parameter in: the parameter, its gradient, their sum
+// over the micro-batches, and the optimizer's `slots` arrays.
+size_t state_bytes_per_parameter(size_t slots) { return (3 + slots) * sizeof(float); }
+
 constexpr int kProfileRepeats = 3;  // the quickest of them: the first pays for first touches of memory
 
 // The span of the whole model's layout that layers [first, end) hold.
@@ -200,12 +204,13 @@ std::vector<size_t> PipelineStageWorker::balanced_within_limit(const std::vector
   StageFits fits;
   if (memory_limit_ > 0) {
     // A stage's parameters, gradients, their sum over the micro-batches and the optimizer's state.
-    const double floats = 3.0 + static_cast<double>(make_optimizer(optimizer_config_, 0)->state_slots());
-    fits = [this, &activation_bytes, floats, parameters = parameters_per_layer(whole_layout_, layers_)](
+    const auto per_parameter =
+        static_cast<double>(state_bytes_per_parameter(make_optimizer(optimizer_config_, 0)->state_slots()));
+    fits = [this, &activation_bytes, per_parameter, parameters = parameters_per_layer(whole_layout_, layers_)](
                size_t stage, size_t first, size_t end) {
       double bytes = 0;
       for (size_t l = first; l < end; ++l)
-        bytes += floats * sizeof(float) * parameters[l] +
+        bytes += per_parameter * parameters[l] +
                  (activation_bytes.empty() ? 0.0 : activation_bytes[l] * static_cast<double>(in_flight_[stage]));
       return bytes <= static_cast<double>(memory_limit_);
     };
@@ -244,7 +249,7 @@ void PipelineStageWorker::place(std::vector<size_t> cut) {
   earlier_.assign(span_.count, 0.0f);
   stats_.first_layer = first, stats_.end_layer = end;
   stats_.parameters = span_.count;
-  stats_.state_bytes = (3 + optimizer_->state_slots()) * span_.count * sizeof(float);
+  stats_.state_bytes = state_bytes_per_parameter(optimizer_->state_slots()) * span_.count;
 }
 
 void PipelineStageWorker::cut_by_time(const Batch& batch) {
