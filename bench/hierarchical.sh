@@ -9,9 +9,7 @@
 #     worker, momentum SGD, no overlap), --allreduce hierarchical and ring.
 # Prints the medians beside what the bytes crossing each host's link
 # predict: the flat ring over N = H x T workers sends 2(N-1)/N of the buffer
-# over a link, hierarchical 2(H-1)/H. mpirun would bind each of 2 ranks to
-# core 0 of its "host" (every namespace sees the same cores), so the ranks
-# run unbound (hwloc_base_binding_policy=none).
+# over a link, hierarchical 2(H-1)/H. The ranks run unbound (tools/netcluster).
 #   sudo bench/hierarchical.sh [BUILD_DIR]
 #   (env: HOST_COUNTS ("2 4"), THREADS (2), RATE (1gbit), SIZE (64MiB), STEPS (8), REPEATS (3))
 set -euo pipefail
@@ -26,7 +24,6 @@ netcluster=$(readlink -f "$(dirname "$(readlink -f "$0")")/../tools/netcluster")
 name=hier
 runs=$(mktemp -d)
 trap '"$netcluster" down --name "$name" >/dev/null 2>&1 || true; rm -rf "$runs"' EXIT
-export OMPI_MCA_hwloc_base_binding_policy=none
 run_limit=${RUN_LIMIT:-300}
 
 source "$(dirname "$(readlink -f "$0")")/netcluster_twice.sh"  # twice LOG LABEL COMMAND...

@@ -146,6 +146,7 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   if (callbacks.on_start && world.reports()) callbacks.on_start(start);
 
   TrainConfig config = train_config(plan, world.workers);
+  config.first_core_slot = world.host_slot * world.local_workers;
   config.resume = resume;
   config.resume_dir = inputs.resume;
   TrainCallbacks train_callbacks{callbacks.on_progress, callbacks.on_epoch_end, callbacks.on_step,

@@ -220,7 +220,7 @@ RunResult train_on_threads(std::span<Communicator* const> across, std::span<Comm
     running.push_back(guarded_thread(
         first_error,
         [&, t](bool& began) {
-          if (config.pin_workers) pin_current_thread(t);  // the t-th core this rank may use
+          if (config.pin_workers) pin_current_thread(config.first_core_slot + t);
           HierarchicalCommunicator comm(group, t, *across[static_cast<size_t>(t)], *mesh[static_cast<size_t>(t)]);
           run_worker(config, shape, train_set, test_set, *replicas[static_cast<size_t>(t)], *strategy, comm, nullptr,
                      callbacks, result, began);

@@ -35,6 +35,10 @@ struct TrainConfig {
   size_t log_every = 10;  // record the loss every k steps
   std::chrono::milliseconds comm_timeout{60000};
   bool pin_workers = true;  // worker r on the r-th allowed core (see core/thread_affinity.hpp)
+  // Worker threads in an MPI rank: the first one's place among the cores the
+  // rank may use, past those of the host's lower ranks (which share them when
+  // mpirun binds no rank).
+  int first_core_slot = 0;
   // --straggler RANK:FACTOR: worker RANK computes FACTOR times slower (-1: nobody).
   int straggler_rank = -1;
   double straggler_factor = 1;

@@ -11,7 +11,6 @@
 
 #include "comm/gloo_communicator.hpp"
 #include "comm/mpi_transport.hpp"
-#include "core/compute_device.hpp"
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 
@@ -33,7 +32,7 @@ std::string World::description() const {
 namespace {
 
 // How many lower ranks run on this host (every rank calls it): which of the
-// host's GPUs this rank takes.
+// host's GPUs this rank takes, and where on its cores its worker threads go.
 int host_slot(Communicator& ranks) {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
@@ -90,8 +89,8 @@ World make_world(const RunPlan& plan) {
                             strategy));
   if (run.transport == Transport::Gloo && !gloo_available())
     throw PlanError("run.transport gloo: this ptrain was built without Gloo (install libgloo-dev and build it again)");
-  const bool gloo =
-      run.transport == Transport::Gloo || (run.transport == Transport::Auto && world.servers == 0 && gloo_by_default());
+  const bool gloo = run.transport == Transport::Gloo ||
+                    (run.transport == Transport::Auto && !mpi_by_default(plan.strategy) && gloo_by_default());
   const MpiTransport* transport = mpi_transport_in_use();
   world.transport = transport ? transport->description : "MPI initialised by the caller: its transport as MPI chose";
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
@@ -121,8 +120,7 @@ World make_world(const RunPlan& plan) {
   world.links = make_worker_links(world.local_workers, gloo, timeout);
   if (gloo) world.transport += "; all-reduces over gloo's TCP transport on " + gloo_interface_in_use();
   if (world.servers > 0) world.worker_ranks = world.ranks->split(world.rank() < world.workers ? 0 : 1);
-  if (const auto device = parse_compute_device(run.device); device && device->cuda)
-    world.host_slot = host_slot(*world.ranks);
+  world.host_slot = host_slot(*world.ranks);
   return world;
 }
 

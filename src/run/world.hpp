@@ -19,7 +19,8 @@ struct World {
   int servers = 0;
   int local_workers = 1;  // MPI: worker threads in each rank
   // This process's place among the ranks on its host (0 on threads): a
-  // rank's GPU under --device cuda. Found only for runs on a GPU.
+  // rank's GPU under --device cuda, and the cores its worker threads take
+  // when mpirun leaves the ranks of a host unbound.
   int host_slot = 0;
   // MPI only: every rank, and the worker ranks alone (with servers).
   std::unique_ptr<MpiCommunicator> ranks, worker_ranks;

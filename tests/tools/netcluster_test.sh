@@ -2,7 +2,8 @@
 # tools/netcluster end to end: up 3 shaped hosts, status, MPI across them (one
 # rank in each namespace, 20 launches back to back, an all-reduce checked for
 # its sum, a short training run that names its transport: TCP on the cluster's
-# interface, the all-reduces over Gloo's by default; an all-reduce and
+# interface, the all-reduces over Gloo's by default, a pipeline's messages
+# over MPI's; ranks left unbound on the shared cores; an all-reduce and
 # training with worker threads over Gloo's transport named), down, and a
 # failed up that leaves nothing behind. Skipped (CTest exit 77, with the
 # reason) where there is no root or no network namespaces.
@@ -35,6 +36,12 @@ status=$("$netcluster" status --name "$name")
 echo "$status"
 [ "$(grep -c "^  $name-h" <<<"$status")" -eq 3 ] || fail "status does not list 3 hosts"
 [ "$(grep -c "rate 1Gbit" <<<"$status")" -eq 3 ] || fail "status does not show 3 links at 1 Gbit/s"
+
+# The hosts share this machine's cores: mpirun binds no rank (each host's
+# daemon would bind its rank to the same first core).
+mine=$(grep Cpus_allowed_list /proc/self/status)
+bound=$(run_on_cluster 2 --name "$name" -- sh -c 'grep Cpus_allowed_list /proc/self/status' | sort -u)
+[ "$bound" = "$mine" ] || fail "ranks on the cluster may use '$bound', this machine '$mine'"
 
 # Each rank runs in its own namespace: three different cluster addresses.
 addresses=$(run_on_cluster 3 --name "$name" -- sh -c 'ip -4 -o addr show dev eth0' | awk '{print $4}' | sort -u)
@@ -98,6 +105,11 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
     grep -q "all-reduces over gloo's TCP transport on interface eth0" <<<"$out" ||
       fail "training across hosts did not pick gloo's transport by default: $out"
   fi
+  # A pipeline's stages wait for each message: auto gives it MPI's transport across hosts too.
+  out=$(run_on_cluster 2 --name "$name" -- "$ptrain" train --strategy pipeline --model mlp --hidden 32 \
+    --train-samples 960 --epochs 1 --max-steps 5 --batch 16 --microbatches 2 2>&1) ||
+    fail "a pipeline across the cluster failed: $out"
+  ! grep -q "over gloo" <<<"$out" || fail "a pipeline across hosts took gloo's transport by default: $out"
   if out=$(run_on_cluster 2 --name "$name" -- "$ptrain" train --model softmax --train-samples 960 --epochs 1 \
     --max-steps 5 --batch 16 --transport gloo --local-workers 2 --allreduce hierarchical 2>&1); then
     grep -q "all-reduces over gloo's TCP transport on interface eth0" <<<"$out" ||
