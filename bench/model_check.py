@@ -6,7 +6,8 @@
 OUT_DIR holds the run reports (RATE-WORKERS-LABEL.json, and
 RATE-WORKERS-LABEL.K.json for the K-th repeat of a configuration), the probes
 (probe-RATE-HOSTS-ALGO.txt: ring and halving-doubling all-reduces of 4 KiB to
-16 MiB over that many hosts) and the codecs' CPU costs (codecs.csv). A run's
+16 MiB over that many hosts, on the transport the all-reduce strategies take;
+probe-RATE-HOSTS-ring-mpi.txt: the ring over MPI's, when that is Gloo's) and the codecs' CPU costs (codecs.csv). A run's
 step time is its steady one: worker 0's seconds from the end of step SKIP to
 its last step, over those steps (the first steps pay for connections and first
 touches of memory); with repeats, the median of its runs' steady steps. The
@@ -28,8 +29,9 @@ link's token bucket passes a message that fits its burst faster than the
 rate), the second what each micro-batch costs a stage beyond its samples
 (its gradient zeroed, written and summed: memory traffic of the stage's
 size). Each stage's share of the parameters is its share of the compute;
-a message waits the latency the probe of as many hosts measured (ranks
-sharing the cores wait to be scheduled). They get a table of their own
+a message waits the latency the probe of as many hosts measured on the
+transport the pipeline took (MPI's by default; ranks sharing the cores
+wait to be scheduled). They get a table of their own
 beside the dense ring: samples/s, the bubble (the mean of the stages' idle
 fractions), the bytes the busiest worker sends a step (activations, their
 gradients and a stage's all-reduce) and its peak memory (its state and the
@@ -82,10 +84,18 @@ def steady_step_s(report):
     return (last[1] - first[1]) / (last[0] - first[0])
 
 
+def over_mpi(report):
+    """Whether a run's messages took MPI's transport (its report names Gloo's where they did not)."""
+    return "over gloo" not in report["run"]["transport"]
+
+
 @functools.cache  # read once: every run of a rate and host count asks for the same probes
-def probe(out, rate, hosts, algo):
-    """{size: (seconds, bus bandwidth in Gbit/s)} of a probe's all-reduces."""
+def probe(out, rate, hosts, algo, mpi=False):
+    """{size: (seconds, bus bandwidth in Gbit/s)} of a probe's all-reduces (`mpi`: over MPI's transport,
+    where the all-reduce strategies took Gloo's)."""
     path = os.path.join(out, f"probe-{rate}-{hosts}-{algo}.txt")
+    if mpi and os.path.exists(path.replace(".txt", "-mpi.txt")):
+        path = path.replace(".txt", "-mpi.txt")
     rows = {}
     for line in open(path):
         m = re.match(r"\s*(\w+)\s+(\d+[KM]iB)\s+([\d.]+)\s+[\d.]+\s+([\d.]+)\s+ok", line)
@@ -108,12 +118,12 @@ def size_bytes(size):
     return int(size[:-3]) * {"KiB": 1 << 10, "MiB": 1 << 20}[size[-3:]]
 
 
-def link(out, rate, hosts, algo, gradient_bytes):
+def link(out, rate, hosts, algo, gradient_bytes, mpi=False):
     """(bandwidth Gbit/s, latency us) that a probe gives: the bus bandwidth at the size nearest the
     gradient's, and
     the quickest small all-reduce's time over its messages (2(H-1) in a ring, 2 log2(H) in
     halving-doubling; the quickest, as one stalled packet costs a small one milliseconds)."""
-    rows = probe(out, rate, hosts, algo)
+    rows = probe(out, rate, hosts, algo, mpi)
     messages = 2 * (hosts - 1) if algo == "ring" else 2 * (hosts - 1).bit_length()
     nearest = min(rows, key=lambda size: abs(math.log(size_bytes(size) / gradient_bytes)))
     return rows[nearest][1], min(rows[s][0] for s in LATENCY_SIZES) / messages * 1e6
@@ -261,7 +271,7 @@ def message_latency_us(out, run):
     sharing the cores (a rank waits for the one it needs to be scheduled)."""
     plan = run["report"]["plan"]
     size = activation_bytes(run["report"]) * plan["run"]["batch"] / plan["run"]["microbatches"]
-    return link(out, run["rate"], run["workers"], "ring", size)[1]
+    return link(out, run["rate"], run["workers"], "ring", size, over_mpi(run["report"]))[1]
 
 
 def pipeline_args(out, run, compute_ms, microbatch_ns, hop_gbit, cores):
@@ -273,7 +283,7 @@ def pipeline_args(out, run, compute_ms, microbatch_ns, hop_gbit, cores):
     mine = stages_of(report)
     # The pipelines' all-reduce of a stage's gradient at what the ring carried at its size.
     largest = 4 * max(s["parameters"] for s in mine)
-    bandwidth = link(out, run["rate"], max(2, w // plan["strategy"]["stages"]), "ring", largest)[0]
+    bandwidth = link(out, run["rate"], max(2, w // plan["strategy"]["stages"]), "ring", largest, over_mpi(report))[0]
     return ["--workers", str(w), "--parameters", str(report["run"]["parameters"]), "--batch", str(batch),
             "--compute-per-sample", f"{compute_ms:.9g}", "--microbatch-cost", f"{microbatch_ns:.9g}",
             "--bandwidth", f"{bandwidth:.4f}", "--hop-bandwidth", f"{hop_gbit:.4f}",

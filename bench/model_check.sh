@@ -39,7 +39,8 @@ only=${ONLY:-.}
 repeats=${REPEATS:-1}
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "model_check.sh: REPEATS '$repeats': expected a whole number from 1" >&2; exit 2; }
 # Training across hosts takes Gloo's transport by default (--transport auto) for the all-reduce
-# strategies and MPI for the parameter servers; the probes measure the transport the runs use.
+# strategies and MPI for the parameter servers and the pipelines; the probes measure the transports
+# the runs use.
 transport=${TRANSPORT:-gloo}
 case "$transport" in
   gloo) train_transport=auto ;;
@@ -49,8 +50,6 @@ esac
 netcluster=$(readlink -f "$here/../tools/netcluster")
 name=mcheck
 trap '"$netcluster" down --name "$name" >/dev/null 2>&1 || true' EXIT
-# Two ranks of one namespace would both be bound to core 0 (every namespace sees the same cores).
-export OMPI_MCA_hwloc_base_binding_policy=none
 run_limit=${RUN_LIMIT:-120}  # every run takes under a minute here; one that fails is run once more
 source "$here/netcluster_twice.sh"  # twice LOG LABEL COMMAND...
 mkdir -p "$out"
@@ -87,6 +86,10 @@ for rate in $rates; do
         "$netcluster" run "$hosts" --name "$name" -- "$build/ptrain" bench allreduce --algo "$algo" \
         --transport "$transport" --sizes 4KiB:16MiB --iters 20 --warmup 3
     done
+    # The pipelines take MPI's transport (run.transport auto), whichever the all-reduces take.
+    [ "$transport" = mpi ] || twice "$out/probe-$rate-$hosts-ring-mpi.txt" "the $hosts-host ring probe over MPI at $rate" \
+      "$netcluster" run "$hosts" --name "$name" -- "$build/ptrain" bench allreduce --algo ring \
+      --transport mpi --sizes 4KiB:16MiB --iters 20 --warmup 3
   done
   for repeat in $(seq "$repeats"); do
     for workers in 2 4; do

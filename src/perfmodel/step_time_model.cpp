@@ -224,7 +224,7 @@ StepPrediction predict_pipeline_step(const StepModelConfig& c, size_t workers) {
   const double hop_bits_s = c.hop_bandwidth_bits_s > 0 ? c.hop_bandwidth_bits_s : c.bandwidth_bits_s;
   flow_config.transfer_s = c.activation_bytes_per_sample * rows / (hop_bits_s / 8);
   flow_config.hop_s = c.latency_s + flow_config.transfer_s;
-  flow_config.blocking = c.activation_bytes_per_sample * rows > c.eager_limit_bytes;
+  flow_config.blocking = c.activation_bytes_per_sample * rows + kMessageHeaderBytes > c.eager_limit_bytes;
   flow_config.cores_per_rank = c.cores_per_rank;
   const PipelineFlow flow = simulate_pipeline_flow(flow_config);
   p.compute_s = *std::max_element(flow.compute_s.begin(), flow.compute_s.end());

@@ -37,6 +37,11 @@ enum class ExchangeKind {
   Pipeline,
 };
 
+// What OpenMPI's TCP transport sends with a message's bytes, counted against
+// its eager limit: measured with OpenMPI 4.1, a 65,480-byte message leaves at
+// once and a 65,482-byte one waits for its receiver.
+constexpr double kMessageHeaderBytes = 56;
+
 struct StepModelConfig {
   double parameters = 0;           // model size, in floats
   double compute_per_sample_s = 0; // forward + backward of one sample on one worker
@@ -83,9 +88,10 @@ struct StepModelConfig {
   // that fits its burst through faster than its rate, and a pipeline's
   // messages come one at a time between the stages' passes.
   double hop_bandwidth_bits_s = 0;
-  // Messages of at most this many bytes are sent eagerly, larger ones by
-  // rendezvous (perfmodel/pipeline_flow.hpp): 64 KiB is OpenMPI's TCP
-  // transport's default; threads send every message eagerly.
+  // Messages whose bytes and header (kMessageHeaderBytes) fit within this
+  // are sent eagerly, larger ones by rendezvous (perfmodel/pipeline_flow.hpp):
+  // 64 KiB is OpenMPI's TCP transport's default; threads send every message
+  // eagerly.
   double eager_limit_bytes = 65536;
   // Each stage's share of the compute and of the parameters, relative (empty: equal).
   std::vector<double> stage_shares;

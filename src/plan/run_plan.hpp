@@ -31,9 +31,9 @@ struct EnumText<Backend> {
 // What carries MPI ranks' all-reduces: OpenMPI's own transport, or Gloo's TCP
 // connections (comm/gloo_communicator.hpp); launch and parameter servers stay
 // on MPI either way. Auto: Gloo when the ranks span several hosts (it filled
-// 94% of a 1 Gbit/s link where OpenMPI's filled 62-89%), the strategy has no
-// parameter servers and the build has Gloo; MPI otherwise (shared memory on
-// one host).
+// 94% of a 1 Gbit/s link where OpenMPI's filled 62-89%), the strategy does not
+// declare mpi_by_default (the parameter servers and the pipeline do) and the
+// build has Gloo; MPI otherwise (shared memory on one host).
 enum class Transport { Auto, Mpi, Gloo };
 template <>
 struct EnumText<Transport> {
@@ -97,7 +97,7 @@ struct RunControls {
           "under mpirun, what carries the all-reduces between ranks: mpi (OpenMPI's transport), gloo (Gloo's TCP "
           "connections, on the interface GLOO_SOCKET_IFNAME or MPI's btl_tcp_if_include names, loopback when every "
           "rank shares a host; strategies without parameter servers) or auto (gloo when the ranks span several "
-          "hosts and the strategy has no parameter servers, else mpi)",
+          "hosts and the strategy is neither a parameter server nor the pipeline, else mpi)",
           Range{});
     visit("batch", s.batch, "mini-batch size per worker", Range::at_least(1));
     visit("microbatches", s.microbatches,

@@ -21,6 +21,7 @@ PTRAIN_STRATEGY_TRAIT(distributed, distributed)
 PTRAIN_STRATEGY_TRAIT(stops_on_time, stops_on_time)
 PTRAIN_STRATEGY_TRAIT(checkpoints, checkpoints)
 PTRAIN_STRATEGY_TRAIT(runs_local_workers, local_workers)
+PTRAIN_STRATEGY_TRAIT(mpi_by_default, mpi_by_default)
 
 #undef PTRAIN_STRATEGY_TRAIT
 

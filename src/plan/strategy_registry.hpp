@@ -27,6 +27,8 @@ using StrategyChoice = StrategyRegistry::Choice;
 //   static constexpr bool checkpoints = false;    writes checkpoints and resumes from them
 //   static constexpr bool shared_memory = false;  threads share one model (shm_config()), run by run_async_sgd
 //   static constexpr bool local_workers = false;  runs worker threads inside MPI ranks (run.local_workers)
+//   static constexpr bool mpi_by_default = false; between hosts, run.transport auto takes MPI's transport, not
+//                                                 Gloo's (comm/gloo_communicator.hpp)
 //   static constexpr bool pipeline = false;       its workers hold stages of the model (stages_of(workers) each
 //                                                 pipeline), share their pipeline's batch, take run.microbatches
 //   int servers;                                  parameter-server shards besides the workers
@@ -36,6 +38,7 @@ bool distributed(const StrategyChoice& s);
 bool stops_on_time(const StrategyChoice& s);
 bool checkpoints(const StrategyChoice& s);
 bool runs_local_workers(const StrategyChoice& s);
+bool mpi_by_default(const StrategyChoice& s);
 // "hybrid, sequential, ...": the strategies that write checkpoints, for messages.
 std::string strategies_with_checkpoints();
 int servers_of(const StrategyChoice& s);

@@ -44,6 +44,7 @@ std::unique_ptr<StrategyGroup> make_parameter_server_group(const ServerMode& mod
   static constexpr bool distributed = true;                                              \
   static constexpr bool stops_on_time = true;                                            \
   static constexpr bool checkpoints = true; /* inside epochs for ps-sync, else at their ends */ \
+  static constexpr bool mpi_by_default = true; /* the shards take gradients as they come (recv_any) */ \
   int servers = 1;                                                                       \
   std::unique_ptr<StrategyGroup> make_group(const StrategyConfig& config, size_t num_params, int workers) const { \
     return make_parameter_server_group(mode(), config, num_params, workers);             \

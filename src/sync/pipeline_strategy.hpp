@@ -52,6 +52,9 @@ struct PipelineOptions {
   static constexpr bool distributed = true;  // runs on MPI ranks too
   static constexpr bool checkpoints = true;  // saves and resumes its whole state
   static constexpr bool pipeline = true;     // its stages share one batch; it takes run.microbatches itself
+  // A stage waits for each message between its passes, where MPI's polling
+  // wait answers sooner than Gloo's sleeping one (docs/benchmarks.md).
+  static constexpr bool mpi_by_default = true;
   int stages = 0;
   PipelineSchedule schedule = PipelineSchedule::OneForwardOneBackward;
   std::vector<int64_t> boundaries;

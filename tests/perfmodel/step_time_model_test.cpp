@@ -59,6 +59,25 @@ TEST(StepTimeModel, PipelineFlowsInSlotsThenAllReducesEachStageAmongThePipelines
   EXPECT_GT(sent.step_s, 11e-3 + 2 * 3 * (50e-6 + 3.2e-5) - 1e-12);  // the first micro-batch's trip at least
   EXPECT_LT(sent.step_s, 11 * (1e-3 + 2 * (50e-6 + 3.2e-5)));
   EXPECT_DOUBLE_EQ(sent.boundary_bytes, 2 * 32 * 1000);
+  // The eager limit counts the message's header too: 4 rows of 16,384 bytes
+  // (64 KiB) wait for their receiver, 4 of 16,370 (65,480 bytes) do not.
+  // The slots' order keeps every receiver waiting, so a waiting sender shows.
+  {
+    auto edge = c;
+    edge.eager_limit_bytes = 65536;
+    edge.activation_bytes_per_sample = 16370;
+    const double eager = predict_step(edge, 4).step_s;
+    edge.eager_limit_bytes = 1e9;
+    EXPECT_DOUBLE_EQ(predict_step(edge, 4).step_s, eager);
+    edge.eager_limit_bytes = 0;
+    const double rendezvous = predict_step(edge, 4).step_s;
+    EXPECT_GT(rendezvous, eager);
+    edge.eager_limit_bytes = 65536;
+    edge.activation_bytes_per_sample = 16384;
+    const double at_limit = predict_step(edge, 4).step_s;
+    edge.eager_limit_bytes = 0;
+    EXPECT_DOUBLE_EQ(at_limit, predict_step(edge, 4).step_s);
+  }
   // A stage twice the others' share sets the pace: 3 of 5 parts of the
   // compute, 4 rows x 1 ms x 2/5 a slot.
   c.activation_bytes_per_sample = 0, c.latency_s = 0;
