@@ -7,7 +7,9 @@
 
 #include "core/problems.hpp"
 #include "core/registry.hpp"
-#include "shm/shm_strategies.hpp"
+#include "shm/hogwild_parameters.hpp"
+#include "shm/leashed_parameters.hpp"
+#include "shm/locked_parameters.hpp"
 #include "sync/hybrid_allreduce.hpp"
 #include "sync/parameter_server_options.hpp"
 #include "sync/pipeline_strategy.hpp"

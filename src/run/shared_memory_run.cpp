@@ -42,12 +42,7 @@ std::vector<std::pair<std::string, std::string>> notes_of(const ShmConfig& c, co
                                              r.totals.applied, r.train_seconds > 0 ? applied / r.train_seconds : 0.0));
   notes.emplace_back("staleness", fmt::format("mean {:.2f}, p50 {}, p99 {}, max {}", r.staleness.mean(),
                                               r.staleness.quantile(0.5), r.staleness.quantile(0.99), r.staleness.max()));
-  if (c.algorithm == ShmAlgorithm::Leashed)
-    notes.emplace_back("swaps", fmt::format("{:.3f} failed per update, {} gradient(s) dropped",
-                                            applied > 0 ? static_cast<double>(r.totals.failed_swaps) / applied : 0.0,
-                                            r.totals.dropped));
-  if (c.algorithm == ShmAlgorithm::Mutex || c.algorithm == ShmAlgorithm::RwLock)
-    notes.emplace_back("locks", fmt::format("{} contended acquisition(s)", r.totals.contended_locks));
+  notes.insert(notes.end(), r.notes.begin(), r.notes.end());
   if (r.backoff_waits > 0)
     notes.emplace_back("backoff", fmt::format("{} wait(s), {:.1f} ms in all", r.backoff_waits, r.backoff_us / 1000));
   return notes;

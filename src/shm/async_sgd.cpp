@@ -206,9 +206,9 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
   if (resume) {
     StateReader in(resume->state, resume->source);
     const std::string algorithm = in.take_text("shm.algorithm");
-    if (algorithm != to_string(config.algorithm))
+    if (algorithm != config.algorithm)
       throw Error(fmt::format("{}: holds the state of strategy {}, this run's is {}", in.source(),
-                              printable(algorithm, 40), to_string(config.algorithm)));
+                              printable(algorithm, 40), config.algorithm));
     const auto saved_threads = in.take_value<uint64_t>("shm.threads");
     if (saved_threads != threads)
       throw Error(fmt::format("{}: holds {} threads' state, this run has {}", in.source(), saved_threads, threads));
@@ -334,7 +334,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
   auto write_checkpoint = [&] {
     TimelineSpan span("checkpoint", "gradients", static_cast<int64_t>(at.started));
     StateWriter w;
-    w.put_text("shm.algorithm", to_string(config.algorithm));
+    w.put_text("shm.algorithm", config.algorithm);
     w.put_value("shm.threads", static_cast<uint64_t>(threads));
     w.put_value("shm.position", at);
     shared->save_state(w);
@@ -442,6 +442,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
     result.backoff_us += o->backoff.waited_us();
     result.cpus.push_back(o->cpu);
   }
+  result.notes = shared->notes(result.totals);
   result.final_loss = result.checks.back().loss;
   result.final_params.resize(initial.size());
   shared->snapshot(result.final_params);

@@ -1,6 +1,6 @@
 #pragma once
 // Shared-memory asynchronous SGD: T threads train one shared model with an
-// algorithm from shm_config.hpp. Each thread has its own model replica to
+// algorithm its strategy's options chose (shm_strategies.hpp). Each thread has its own model replica to
 // compute gradients in, and its own shuffled pass order over the whole
 // training set. The run goes in rounds of --check-every updates; between
 // rounds, with every thread waiting, the training loss of the shared model is
@@ -60,6 +60,8 @@ struct AsyncSgdResult {
   uint64_t gradients = 0;    // computed by all threads
   std::vector<uint64_t> thread_gradients;  // by each
   ThreadCounters totals;     // summed over threads
+  // What the algorithm says of its counts, for the summary (SharedParameters::notes).
+  std::vector<std::pair<std::string, std::string>> notes;
   CountHistogram staleness;  // of the gradients applied
   uint64_t backoff_waits = 0;
   double backoff_us = 0;

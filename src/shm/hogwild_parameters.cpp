@@ -83,4 +83,10 @@ void HogwildParameters::load_state(StateReader& in) {
   }
 }
 
+ShmConfig HogwildOptions::shm_config() const {
+  return checks_config(name, [](const ShmConfig& c, std::span<float> initial) -> std::unique_ptr<SharedParameters> {
+    return std::make_unique<HogwildParameters>(initial, c.threads, c.optimizer);
+  });
+}
+
 }  // namespace ptrain

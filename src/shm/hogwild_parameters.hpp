@@ -20,6 +20,7 @@
 
 #include "optim/optimizer.hpp"
 #include "shm/shared_parameters.hpp"
+#include "shm/shm_strategies.hpp"
 
 namespace ptrain {
 
@@ -50,6 +51,18 @@ class HogwildParameters final : public SharedParameters {
   std::unique_ptr<Optimizer> rule_;  // its kernels only: the state is each thread's
   std::vector<ThreadState> threads_;
   std::atomic<uint64_t> completed_{0};  // updates completed
+};
+
+struct HogwildOptions : ShmLossChecks {
+  static constexpr std::string_view name = "hogwild";
+  static constexpr std::string_view summary =
+      "shared memory: HOGWILD!, no lock, relaxed element-wise reads and updates (Niu et al. 2011)";
+  PTRAIN_SHM_COMMON
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit_checks(s, visit);
+  }
+  ShmConfig shm_config() const;
 };
 
 }  // namespace ptrain

@@ -1,9 +1,12 @@
 #include "shm/leashed_parameters.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <thread>
 
+#include "core/error.hpp"
 
 namespace ptrain {
 
@@ -22,6 +25,8 @@ LeashedParameters::LeashedParameters(std::span<const float> initial, int threads
       rule_(make_optimizer(optimizer, 0)),
       persistence_(persistence),
       pool_(pool_size(threads), size_ * (1 + rule_->state_slots())) {
+  if (persistence < -1)
+    throw Error(fmt::format("strategy.persistence must be -1 (no bound) or at least 0 (got {})", persistence));
   ParamVersion* first = pool_.take();  // its reference is the latest's
   std::fill(first->values.begin(), first->values.end(), 0.0f);  // the optimizer's state starts at zero
   std::copy(initial.begin(), initial.end(), first->values.begin());
@@ -120,5 +125,21 @@ void LeashedParameters::load_state(StateReader& in) {
 }
 
 uint64_t LeashedParameters::latest_parent() const { return latest_.load(std::memory_order_acquire)->parent; }
+
+std::vector<std::pair<std::string, std::string>> LeashedParameters::notes(const ThreadCounters& totals) const {
+  const double applied = static_cast<double>(totals.applied);
+  return {{"swaps", fmt::format("{:.3f} failed per update, {} gradient(s) dropped",
+                                applied > 0 ? static_cast<double>(totals.failed_swaps) / applied : 0.0,
+                                totals.dropped)}};
+}
+
+ShmConfig LeashedOptions::shm_config() const {
+  ShmConfig c = checks_config(name, [persistence = persistence](const ShmConfig& c, std::span<float> initial)
+                                        -> std::unique_ptr<SharedParameters> {
+    return std::make_unique<LeashedParameters>(initial, c.threads, persistence, c.optimizer);
+  });
+  apply_backoff(c);
+  return c;
+}
 
 }  // namespace ptrain

@@ -15,6 +15,7 @@
 
 #include "optim/optimizer.hpp"
 #include "shm/shared_parameters.hpp"
+#include "shm/shm_strategies.hpp"
 #include "shm/version_pool.hpp"
 
 namespace ptrain {
@@ -32,6 +33,7 @@ class LeashedParameters final : public SharedParameters {
   uint64_t updates() const override;
   void save_state(StateWriter& out) const override;
   void load_state(StateReader& in) override;
+  std::vector<std::pair<std::string, std::string>> notes(const ThreadCounters& totals) const override;
 
   // While no thread runs (tests): the latest version's parent, and the free vectors.
   uint64_t latest_parent() const;
@@ -47,6 +49,24 @@ class LeashedParameters final : public SharedParameters {
   int persistence_;
   VersionPool pool_;
   std::atomic<ParamVersion*> latest_;
+};
+
+struct LeashedOptions : ShmLossChecks, ShmBackoff {
+  static constexpr std::string_view name = "leashed";
+  static constexpr std::string_view summary =
+      "shared memory: Leashed-SGD, consistent and lock-free, versions published by compare-and-swap "
+      "(Backstrom et al. 2021)";
+  PTRAIN_SHM_COMMON
+  int persistence = -1;
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit("persistence", s.persistence, "retries of a failed swap before the gradient is dropped (-1: no bound)",
+          Range::at_least(-1));
+    visit_backoff(s, visit);
+    visit_checks(s, visit);
+  }
+  void check(int, const std::string& prefix, Problems& problems) const { check_backoff(prefix, problems); }
+  ShmConfig shm_config() const;
 };
 
 }  // namespace ptrain

@@ -1,8 +1,11 @@
 #include "shm/locked_parameters.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 
+#include "core/error.hpp"
 
 namespace ptrain {
 
@@ -114,5 +117,32 @@ void SequentialParameters::snapshot(std::span<float> out) const {
 void SequentialParameters::save_state(StateWriter& out) const { save_guarded(out, params_, version_, *optimizer_); }
 
 void SequentialParameters::load_state(StateReader& in) { version_ = load_guarded(in, params_, *optimizer_); }
+
+std::vector<std::pair<std::string, std::string>> LockedParameters::notes(const ThreadCounters& totals) const {
+  return {{"locks", fmt::format("{} contended acquisition(s)", totals.contended_locks)}};
+}
+
+ShmConfig SeqOptions::shm_config() const {
+  return checks_config(name, [](const ShmConfig& c, std::span<float> replica) -> std::unique_ptr<SharedParameters> {
+    if (c.threads != 1) throw Error(fmt::format("run.workers must be 1: seq runs one thread (got {})", c.threads));
+    return std::make_unique<SequentialParameters>(replica, c.optimizer);
+  });
+}
+
+ShmConfig MutexOptions::shm_config() const {
+  ShmConfig c = checks_config(name, [](const ShmConfig& c, std::span<float> initial) -> std::unique_ptr<SharedParameters> {
+    return std::make_unique<LockedParameters>(initial, false, c.optimizer);
+  });
+  apply_backoff(c);
+  return c;
+}
+
+ShmConfig RwLockOptions::shm_config() const {
+  ShmConfig c = checks_config(name, [](const ShmConfig& c, std::span<float> initial) -> std::unique_ptr<SharedParameters> {
+    return std::make_unique<LockedParameters>(initial, true, c.optimizer);
+  });
+  apply_backoff(c);
+  return c;
+}
 
 }  // namespace ptrain

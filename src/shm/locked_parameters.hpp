@@ -11,6 +11,7 @@
 
 #include "optim/optimizer.hpp"
 #include "shm/shared_parameters.hpp"
+#include "shm/shm_strategies.hpp"
 
 namespace ptrain {
 
@@ -26,6 +27,7 @@ class LockedParameters final : public SharedParameters {
   uint64_t updates() const override;
   void save_state(StateWriter& out) const override;
   void load_state(StateReader& in) override;
+  std::vector<std::pair<std::string, std::string>> notes(const ThreadCounters& totals) const override;
 
  private:
   bool shared_reads_;
@@ -55,6 +57,46 @@ class SequentialParameters final : public SharedParameters {
   float lr_;  // the optimizer's, which each update scales
   std::unique_ptr<Optimizer> optimizer_;
   uint64_t version_ = 0;
+};
+
+struct SeqOptions : ShmLossChecks {
+  static constexpr std::string_view name = "seq";
+  static constexpr std::string_view summary =
+      "shared memory: one thread trains the model alone, no synchronization (the baseline of the next four)";
+  PTRAIN_SHM_COMMON
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit_checks(s, visit);
+  }
+  void check(int workers, const std::string&, Problems& problems) const {
+    if (workers != 1) problems.add("run.workers", "must be 1: seq runs one thread (got " + std::to_string(workers) + ")");
+  }
+  ShmConfig shm_config() const;
+};
+
+// mutex and rwlock: the same fields, over one lock or a read-write lock.
+struct LockOptions : ShmLossChecks, ShmBackoff {
+  PTRAIN_SHM_COMMON
+  template <class Self, class Visit>
+  static void fields(Self& s, Visit&& visit) {
+    visit_backoff(s, visit);
+    visit_checks(s, visit);
+  }
+  void check(int, const std::string& prefix, Problems& problems) const { check_backoff(prefix, problems); }
+};
+
+struct MutexOptions : LockOptions {
+  static constexpr std::string_view name = "mutex";
+  static constexpr std::string_view summary =
+      "shared memory: lock-based AsyncSGD, copy under a lock, compute without it, update under it";
+  ShmConfig shm_config() const;
+};
+
+struct RwLockOptions : LockOptions {
+  static constexpr std::string_view name = "rwlock";
+  static constexpr std::string_view summary =
+      "shared memory: the same with a read-write lock, copies share it, updates take it alone";
+  ShmConfig shm_config() const;
 };
 
 }  // namespace ptrain

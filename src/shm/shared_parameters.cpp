@@ -4,10 +4,6 @@
 
 #include "core/error.hpp"
 
-#include "shm/hogwild_parameters.hpp"
-#include "shm/leashed_parameters.hpp"
-#include "shm/locked_parameters.hpp"
-
 namespace ptrain {
 
 uint64_t take_update_count(StateReader& in, std::string_view name) {
@@ -20,15 +16,8 @@ uint64_t take_update_count(StateReader& in, std::string_view name) {
 }
 
 std::unique_ptr<SharedParameters> make_shared_parameters(const ShmConfig& config, std::span<float> initial) {
-  switch (config.algorithm) {
-    case ShmAlgorithm::Seq: return std::make_unique<SequentialParameters>(initial, config.optimizer);
-    case ShmAlgorithm::Mutex: return std::make_unique<LockedParameters>(initial, false, config.optimizer);
-    case ShmAlgorithm::RwLock: return std::make_unique<LockedParameters>(initial, true, config.optimizer);
-    case ShmAlgorithm::Hogwild: return std::make_unique<HogwildParameters>(initial, config.threads, config.optimizer);
-    case ShmAlgorithm::Leashed:
-      return std::make_unique<LeashedParameters>(initial, config.threads, config.persistence, config.optimizer);
-  }
-  return nullptr;
+  if (!config.make_parameters) throw Error("shared-memory SGD: no algorithm to make the shared parameters");
+  return config.make_parameters(config, initial);
 }
 
 }  // namespace ptrain

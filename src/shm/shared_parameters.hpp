@@ -3,7 +3,7 @@
 // A thread reads it into its own replica, computes a gradient there without
 // any synchronization, and applies an optimizer step (optim/: SGD, momentum,
 // Nesterov or Adam, the same kernels as every other strategy) through
-// apply(). The algorithms (shm_config.hpp) differ only in these two calls,
+// apply(). The algorithms differ only in these two calls,
 // and in where the optimizer's state lives: under the lock with the
 // parameters (mutex, rwlock, seq), in each published version (Leashed-SGD),
 // or with each thread (HOGWILD!, as each process of PyTorch's HOGWILD!
@@ -11,7 +11,10 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/state_stream.hpp"
 #include "shm/backoff.hpp"
@@ -58,6 +61,12 @@ class SharedParameters {
   // of another size, naming the record.
   virtual void save_state(StateWriter& out) const = 0;
   virtual void load_state(StateReader& in) = 0;
+  // What the run's summary says of the algorithm's own counts (the threads'
+  // `totals`), as (label, text) lines: none by default.
+  virtual std::vector<std::pair<std::string, std::string>> notes(const ThreadCounters& totals) const {
+    static_cast<void>(totals);
+    return {};
+  }
 };
 
 // A count of updates or optimizer steps from a checkpoint: refused (naming
@@ -65,8 +74,9 @@ class SharedParameters {
 // crafted file would overflow the counts it steps on.
 uint64_t take_update_count(StateReader& in, std::string_view name);
 
-// The algorithm's shared parameters, starting from `initial`. For seq,
-// `initial` must be the one thread's replica, which then is the storage (no copies).
+// The algorithm's shared parameters (config.make_parameters), starting from
+// `initial`. For seq, `initial` must be the one thread's replica, which then
+// is the storage (no copies).
 std::unique_ptr<SharedParameters> make_shared_parameters(const ShmConfig& config, std::span<float> initial);
 
 }  // namespace ptrain

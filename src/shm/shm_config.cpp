@@ -8,17 +8,6 @@
 
 namespace ptrain {
 
-std::string to_string(ShmAlgorithm algorithm) {
-  switch (algorithm) {
-    case ShmAlgorithm::Seq: return "seq";
-    case ShmAlgorithm::Mutex: return "mutex";
-    case ShmAlgorithm::RwLock: return "rwlock";
-    case ShmAlgorithm::Hogwild: return "hogwild";
-    case ShmAlgorithm::Leashed: return "leashed";
-  }
-  return "?";
-}
-
 std::string to_string(BackoffKind kind) {
   switch (kind) {
     case BackoffKind::None: return "none";
@@ -29,17 +18,13 @@ std::string to_string(BackoffKind kind) {
 }
 
 void validate_shm_config(const ShmConfig& c) {
+  if (!c.make_parameters)
+    throw Error("shared-memory SGD: no algorithm (a shared-memory strategy's options make the config: shm_config())");
   if (c.threads < 1) throw Error(fmt::format("run.workers must be at least 1 (got {})", c.threads));
-  if (c.algorithm == ShmAlgorithm::Seq && c.threads != 1)
-    throw Error(fmt::format("run.workers must be 1: seq runs one thread (got {})", c.threads));
   if (c.batch < 1) throw Error("run.batch must be at least 1");
   validate_optimizer_config(c.optimizer);
   if (!(c.epochs > 0) || !std::isfinite(c.epochs))
     throw Error(fmt::format("run.epochs must be > 0 (got {})", c.epochs));
-  if (c.persistence < -1)
-    throw Error(fmt::format("strategy.persistence must be -1 (no bound) or at least 0 (got {})", c.persistence));
-  if (c.persistence != -1 && c.algorithm != ShmAlgorithm::Leashed)
-    throw Error("strategy.persistence applies to leashed only (got strategy " + to_string(c.algorithm) + ")");
   if (!(c.backoff.min_us > 0) || !std::isfinite(c.backoff.min_us))
     throw Error(fmt::format("strategy.backoff_min must be > 0 microseconds (got {})", c.backoff.min_us));
   if (!(c.backoff.max_us >= c.backoff.min_us) || !std::isfinite(c.backoff.max_us))

@@ -3,6 +3,9 @@
 // one shared parameter vector, its threads, the step, and when to stop.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -10,18 +13,14 @@
 
 namespace ptrain {
 
-enum class ShmAlgorithm {
-  Seq,      // one thread, no synchronization: the baseline
-  Mutex,    // lock-based AsyncSGD: copy under a lock, compute without it, update under it
-  RwLock,   // the same with a read-write lock: copies share it, updates take it alone
-  Hogwild,  // no lock: relaxed element-wise reads and updates (HOGWILD!)
-  Leashed,  // Leashed-SGD: versions published by compare-and-swap on one pointer
-};
+class SharedParameters;
+struct ShmConfig;
 
-// Chosen by name through the strategy registry (shm_strategies.hpp); the name, for messages.
-std::string to_string(ShmAlgorithm algorithm);
-inline constexpr ShmAlgorithm kShmAlgorithms[] = {ShmAlgorithm::Seq, ShmAlgorithm::Mutex, ShmAlgorithm::RwLock,
-                                                  ShmAlgorithm::Hogwild, ShmAlgorithm::Leashed};
+// Makes an algorithm's shared parameters (shared_parameters.hpp) from
+// `initial`, for `config`'s threads and optimizer; each shared-memory
+// strategy's options give theirs (shm_strategies.hpp).
+using SharedParametersFactory =
+    std::function<std::unique_ptr<SharedParameters>(const ShmConfig& config, std::span<float> initial)>;
 
 enum class BackoffKind { None, Exponential, ExponentialJitter };
 
@@ -36,14 +35,15 @@ struct BackoffConfig {
 std::string to_string(BackoffKind kind);
 
 struct ShmConfig {
-  ShmAlgorithm algorithm = ShmAlgorithm::Leashed;
+  // The algorithm: its strategy's name (in messages and checkpoints) and its
+  // shared parameters. A strategy's options fill both (their shm_config()).
+  std::string algorithm;
+  SharedParametersFactory make_parameters;
   int threads = 2;
   size_t batch = 16;
   OptimizerConfig optimizer{.kind = OptimizerKind::Sgd, .lr = 0.01f};  // applied to the shared parameters
   // Stop after this many passes over the training set, counted in samples by all threads together.
   double epochs = 10;
-  // Leashed: failed swaps a gradient may retry after its first attempt before it is dropped (-1: no bound).
-  int persistence = -1;
   BackoffConfig backoff;
   bool pin = false;  // thread t on the t-th allowed core
   uint64_t seed = 42;

@@ -1,15 +1,20 @@
 #pragma once
-// The shared-memory strategies as a run chooses them (--strategy seq, mutex,
-// rwlock, hogwild or leashed): T threads of one process train one shared
+// What the shared-memory strategies (--strategy seq, mutex, rwlock, hogwild or
+// leashed) have in common: T threads of one process train one shared
 // parameter vector (shm_config.hpp, shared_parameters.hpp), run by
-// run_async_sgd rather than by the trainer's workers. Each declares
-// `shared_memory`, and turns its fields into the ShmConfig the runner takes;
-// the run's controls (threads, batch, epochs, seed, optimizer) are filled in
-// by run().
+// run_async_sgd rather than by the trainer's workers. Each strategy's options
+// live beside the parameters they make (locked_parameters.hpp: seq, mutex,
+// rwlock; hogwild_parameters.hpp; leashed_parameters.hpp): they declare
+// `shared_memory` (PTRAIN_SHM_COMMON) and turn their fields into the
+// ShmConfig the runner takes, their algorithm's name and the factory of its
+// shared parameters included; the run's controls (threads, batch, epochs,
+// seed, optimizer) are filled in by run(). A new one is its options struct and
+// parameters (one file pair) and its line in the strategy registry.
 #include <fmt/format.h>
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/fields.hpp"
 #include "core/problems.hpp"
@@ -40,9 +45,10 @@ struct ShmLossChecks {
     visit("loss_sample", s.loss_sample,
           "measure the training loss on this fixed random sample of the training set (0: all of it)", Range{});
   }
-  ShmConfig checks_config(ShmAlgorithm algorithm) const {
+  ShmConfig checks_config(std::string_view algorithm, SharedParametersFactory make_parameters) const {
     ShmConfig c;
     c.algorithm = algorithm;
+    c.make_parameters = std::move(make_parameters);
     c.target_loss = target_loss;
     c.check_every = check_every;
     c.diverge_above = diverge_above;
@@ -70,97 +76,10 @@ struct ShmBackoff {
   void apply_backoff(ShmConfig& c) const { c.backoff = {backoff, backoff_min, backoff_max}; }
 };
 
+// The traits every shared-memory strategy's options declare (plan/strategy_registry.hpp).
 #define PTRAIN_SHM_COMMON                                                                 \
   static constexpr bool shared_memory = true; /* run by run_async_sgd, not the trainer */ \
   static constexpr bool stops_on_time = true;                                             \
   static constexpr bool checkpoints = true; /* between rounds (shm/async_sgd.hpp) */
-
-struct SeqOptions : ShmLossChecks {
-  static constexpr std::string_view name = "seq";
-  static constexpr std::string_view summary =
-      "shared memory: one thread trains the model alone, no synchronization (the baseline of the next four)";
-  PTRAIN_SHM_COMMON
-  template <class Self, class Visit>
-  static void fields(Self& s, Visit&& visit) {
-    visit_checks(s, visit);
-  }
-  void check(int workers, const std::string&, Problems& problems) const {
-    if (workers != 1) problems.add("run.workers", "must be 1: seq runs one thread (got " + std::to_string(workers) + ")");
-  }
-  ShmConfig shm_config() const { return checks_config(ShmAlgorithm::Seq); }
-};
-
-struct MutexOptions : ShmLossChecks, ShmBackoff {
-  static constexpr std::string_view name = "mutex";
-  static constexpr std::string_view summary =
-      "shared memory: lock-based AsyncSGD, copy under a lock, compute without it, update under it";
-  PTRAIN_SHM_COMMON
-  template <class Self, class Visit>
-  static void fields(Self& s, Visit&& visit) {
-    visit_backoff(s, visit);
-    visit_checks(s, visit);
-  }
-  void check(int, const std::string& prefix, Problems& problems) const { check_backoff(prefix, problems); }
-  ShmConfig shm_config() const {
-    ShmConfig c = checks_config(ShmAlgorithm::Mutex);
-    apply_backoff(c);
-    return c;
-  }
-};
-
-struct RwLockOptions : ShmLossChecks, ShmBackoff {
-  static constexpr std::string_view name = "rwlock";
-  static constexpr std::string_view summary =
-      "shared memory: the same with a read-write lock, copies share it, updates take it alone";
-  PTRAIN_SHM_COMMON
-  template <class Self, class Visit>
-  static void fields(Self& s, Visit&& visit) {
-    visit_backoff(s, visit);
-    visit_checks(s, visit);
-  }
-  void check(int, const std::string& prefix, Problems& problems) const { check_backoff(prefix, problems); }
-  ShmConfig shm_config() const {
-    ShmConfig c = checks_config(ShmAlgorithm::RwLock);
-    apply_backoff(c);
-    return c;
-  }
-};
-
-struct HogwildOptions : ShmLossChecks {
-  static constexpr std::string_view name = "hogwild";
-  static constexpr std::string_view summary =
-      "shared memory: HOGWILD!, no lock, relaxed element-wise reads and updates (Niu et al. 2011)";
-  PTRAIN_SHM_COMMON
-  template <class Self, class Visit>
-  static void fields(Self& s, Visit&& visit) {
-    visit_checks(s, visit);
-  }
-  ShmConfig shm_config() const { return checks_config(ShmAlgorithm::Hogwild); }
-};
-
-struct LeashedOptions : ShmLossChecks, ShmBackoff {
-  static constexpr std::string_view name = "leashed";
-  static constexpr std::string_view summary =
-      "shared memory: Leashed-SGD, consistent and lock-free, versions published by compare-and-swap "
-      "(Backstrom et al. 2021)";
-  PTRAIN_SHM_COMMON
-  int persistence = -1;
-  template <class Self, class Visit>
-  static void fields(Self& s, Visit&& visit) {
-    visit("persistence", s.persistence, "retries of a failed swap before the gradient is dropped (-1: no bound)",
-          Range::at_least(-1));
-    visit_backoff(s, visit);
-    visit_checks(s, visit);
-  }
-  void check(int, const std::string& prefix, Problems& problems) const { check_backoff(prefix, problems); }
-  ShmConfig shm_config() const {
-    ShmConfig c = checks_config(ShmAlgorithm::Leashed);
-    c.persistence = persistence;
-    apply_backoff(c);
-    return c;
-  }
-};
-
-#undef PTRAIN_SHM_COMMON
 
 }  // namespace ptrain

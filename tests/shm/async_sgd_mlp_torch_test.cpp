@@ -5,6 +5,7 @@
 #include "data/fashion_mnist.hpp"
 #include "model/torch/model_factory.hpp"
 #include "shm/async_sgd.hpp"
+#include "shm_strategy_configs.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
@@ -17,11 +18,11 @@ TEST(AsyncSgdMlp, EveryAlgorithmTrainsTheMlpToTheTarget) {
   model.hidden = {64, 64};
   model.init_seed = 3;
   const ReplicaFactory factory = [&] { return make_model(model, data.sample_shape(), data.num_classes()); };
-  for (const ShmAlgorithm algorithm : kShmAlgorithms) {
-    SCOPED_TRACE(to_string(algorithm));
+  for (const std::string& algorithm : test::shm_strategies()) {
+    SCOPED_TRACE(std::string(algorithm));
     ShmConfig c;
-    c.algorithm = algorithm;
-    c.threads = c.algorithm == ShmAlgorithm::Seq ? 1 : 2;
+    test::set_algorithm(c, algorithm);
+    c.threads = c.algorithm == "seq" ? 1 : 2;
     c.batch = 16;
     c.optimizer.lr = 0.05f;
     c.epochs = 6;

@@ -13,6 +13,7 @@
 #include "shm/async_sgd.hpp"
 #include "state_records.hpp"
 #include "softmax_replicas.hpp"
+#include "shm_strategy_configs.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
@@ -32,7 +33,7 @@ ShmCallbacks keeping(Taken& taken) {
 
 ShmConfig seq_config(OptimizerKind optimizer) {
   ShmConfig c;
-  c.algorithm = ShmAlgorithm::Seq;
+  test::set_algorithm(c, "seq");
   c.threads = 1;
   c.batch = 8;
   c.optimizer = {.kind = optimizer, .lr = optimizer == OptimizerKind::Adam ? 0.01f : 0.05f};
@@ -113,10 +114,10 @@ TEST(AsyncSgdResume, AtEveryEpochEndAndWhereTheRunEndsWithoutACadence) {
 // interrupted only if every update and the optimizer's state came back.
 TEST(AsyncSgdResume, ConsistentAlgorithmsKeepEveryUpdateAndTheirOptimizerState) {
   const Dataset data = make_gaussian_clusters(64, 2, 2, 1);
-  for (auto algorithm : {ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Leashed}) {
-    const std::string what = to_string(algorithm);
+  for (std::string_view algorithm : {"mutex", "rwlock", "leashed"}) {
+    const std::string what = std::string(algorithm);
     ShmConfig c;
-    c.algorithm = algorithm;
+    test::set_algorithm(c, algorithm);
     c.threads = 3;
     c.batch = 8;
     c.optimizer = {.kind = OptimizerKind::Adam, .lr = 0.5f};
@@ -142,7 +143,7 @@ TEST(AsyncSgdResume, ConsistentAlgorithmsKeepEveryUpdateAndTheirOptimizerState) 
     EXPECT_EQ(resumed.checks.front().updates, 0u) << what;  // the curve from the start, as the checkpoint held it
     EXPECT_EQ(resumed.checks.back().updates, 480u) << what;
     // The same checkpoint with Adam's moments lost ends elsewhere: the test can tell.
-    const std::string moments = algorithm == ShmAlgorithm::Leashed ? "leashed.optimizer_state" : "optimizer.m";
+    const std::string moments = algorithm == "leashed" ? "leashed.optimizer_state" : "optimizer.m";
     const std::vector<std::byte> without_moments =
         test::edited<float>(taken.at(270), moments, [](auto& v) { std::fill(v.begin(), v.end(), 0.0f); });
     const ShmResume lost{without_moments, "moments lost"};
@@ -154,7 +155,7 @@ TEST(AsyncSgdResume, HogwildGoesOnFromItsThreadsOptimizerState) {
   const Dataset all = make_gaussian_clusters(600, 10, 3, 4);
   const Dataset train = all.head(480);
   ShmConfig c;
-  c.algorithm = ShmAlgorithm::Hogwild;
+  test::set_algorithm(c, "hogwild");
   c.threads = 3;
   c.batch = 8;
   c.optimizer = {.kind = OptimizerKind::Momentum, .lr = 0.02f};
@@ -179,7 +180,7 @@ TEST(AsyncSgdResume, HogwildGoesOnFromItsThreadsOptimizerState) {
 TEST(AsyncSgdResume, RefusesAStateThisRunCannotGoOnFrom) {
   const Dataset data = make_gaussian_clusters(64, 2, 2, 1);
   ShmConfig c;
-  c.algorithm = ShmAlgorithm::Leashed;
+  test::set_algorithm(c, "leashed");
   c.threads = 2;
   c.batch = 8;
   c.optimizer = {.kind = OptimizerKind::Sgd, .lr = 0.1f};
@@ -196,7 +197,7 @@ TEST(AsyncSgdResume, RefusesAStateThisRunCannotGoOnFrom) {
     return test::error_message([&] { run_async_sgd(config, data, data, counting, {}, nullptr, &resume); });
   };
   ShmConfig other = c;
-  other.algorithm = ShmAlgorithm::Mutex;
+  test::set_algorithm(other, "mutex");
   EXPECT_EQ(resume_error(other, good), "ckpt: holds the state of strategy leashed, this run's is mutex");
   other = c;
   other.threads = 3;

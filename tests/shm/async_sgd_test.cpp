@@ -10,14 +10,15 @@
 #include "counting_model.hpp"
 #include "data/synthetic.hpp"
 #include "softmax_replicas.hpp"
+#include "shm_strategy_configs.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
 namespace {
 
-ShmConfig config_for(ShmAlgorithm algorithm, int threads) {
+ShmConfig config_for(std::string_view algorithm, int threads) {
   ShmConfig c;
-  c.algorithm = algorithm;
+  test::set_algorithm(c, algorithm);
   c.threads = threads;
   c.batch = 8;
   c.optimizer.lr = 0.1f;
@@ -29,10 +30,10 @@ ShmConfig config_for(ShmAlgorithm algorithm, int threads) {
 
 TEST(AsyncSgd, EveryAlgorithmTrainsTheNativeModelToTheTarget) {
   const Dataset data = make_gaussian_clusters(600, 10, 3, 4);
-  for (const ShmAlgorithm algorithm : kShmAlgorithms) {
-    const std::string name = to_string(algorithm);
+  for (const std::string& algorithm : test::shm_strategies()) {
+    const std::string name = std::string(algorithm);
     SCOPED_TRACE(name);
-    ShmConfig c = config_for(algorithm, algorithm == ShmAlgorithm::Seq ? 1 : 3);
+    ShmConfig c = config_for(algorithm, algorithm == "seq" ? 1 : 3);
     c.target_loss = 0.15;
     const AsyncSgdResult r = run_async_sgd(c, data, data, test::softmax_replicas(data));
     EXPECT_EQ(r.stopped_by, "target");
@@ -43,7 +44,7 @@ TEST(AsyncSgd, EveryAlgorithmTrainsTheNativeModelToTheTarget) {
     EXPECT_EQ(r.totals.applied + r.totals.dropped, r.gradients);
     EXPECT_EQ(r.staleness.total(), r.totals.applied);
     EXPECT_EQ(r.checks.back().updates, r.totals.applied);
-    if (algorithm == ShmAlgorithm::Seq) {
+    if (algorithm == "seq") {
       EXPECT_EQ(r.staleness.max(), 0u);
     }
   }
@@ -51,7 +52,7 @@ TEST(AsyncSgd, EveryAlgorithmTrainsTheNativeModelToTheTarget) {
 
 TEST(AsyncSgd, SequentialRunIsDeterministic) {
   const Dataset data = make_gaussian_clusters(300, 6, 3, 2);
-  ShmConfig c = config_for(ShmAlgorithm::Seq, 1);
+  ShmConfig c = config_for("seq", 1);
   c.epochs = 2;
   const AsyncSgdResult a = run_async_sgd(c, data, data, test::softmax_replicas(data));
   const AsyncSgdResult b = run_async_sgd(c, data, data, test::softmax_replicas(data));
@@ -64,8 +65,8 @@ TEST(AsyncSgd, SequentialRunIsDeterministic) {
 
 TEST(AsyncSgd, DivergenceEndsTheRunAndIsReported) {
   const Dataset data = make_gaussian_clusters(300, 6, 3, 2, 5.0f);
-  for (auto algorithm : {ShmAlgorithm::Hogwild, ShmAlgorithm::Leashed, ShmAlgorithm::Mutex}) {
-    SCOPED_TRACE(to_string(algorithm));
+  for (std::string_view algorithm : {"hogwild", "leashed", "mutex"}) {
+    SCOPED_TRACE(std::string(algorithm));
     ShmConfig c = config_for(algorithm, 2);
     c.optimizer.lr = 1e6f;
     c.diverge_above = 50;
@@ -78,8 +79,8 @@ TEST(AsyncSgd, DivergenceEndsTheRunAndIsReported) {
 
 TEST(AsyncSgd, CountsEveryUpdateOfTheCountingModel) {
   const Dataset data = make_gaussian_clusters(64, 2, 2, 1);
-  for (auto algorithm : {ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Leashed}) {
-    SCOPED_TRACE(to_string(algorithm));
+  for (std::string_view algorithm : {"mutex", "rwlock", "leashed"}) {
+    SCOPED_TRACE(std::string(algorithm));
     ShmConfig c = config_for(algorithm, 4);
     c.optimizer.lr = 1;
     c.epochs = 100;  // 800 gradients of batch 8
@@ -96,7 +97,7 @@ TEST(AsyncSgd, CountsEveryUpdateOfTheCountingModel) {
 
 TEST(AsyncSgd, TimeLimitStopsTheRun) {
   const Dataset data = make_gaussian_clusters(64, 2, 2, 1);
-  ShmConfig c = config_for(ShmAlgorithm::Hogwild, 2);
+  ShmConfig c = config_for("hogwild", 2);
   c.epochs = 1e7;
   c.check_every = 50;
   c.time_limit_s = 0.2;
@@ -126,7 +127,7 @@ class ThrowingModel final : public Model {
 
 TEST(AsyncSgd, AThreadsErrorStopsTheRunAndNamesTheThread) {
   const Dataset data = make_gaussian_clusters(64, 2, 2, 1);
-  ShmConfig c = config_for(ShmAlgorithm::Leashed, 2);
+  ShmConfig c = config_for("leashed", 2);
   c.epochs = 1e6;  // the run lasts until thread 1 has had its turn, however the threads are scheduled
   int made = 0;
   const std::string message = test::error_message(
@@ -136,17 +137,23 @@ TEST(AsyncSgd, AThreadsErrorStopsTheRunAndNamesTheThread) {
 
 TEST(AsyncSgd, RejectsImpossibleOptions) {
   const Dataset data = make_gaussian_clusters(64, 2, 2, 1);
-  ShmConfig c = config_for(ShmAlgorithm::Seq, 2);
+  ShmConfig c = config_for("seq", 2);
   EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, test::softmax_replicas(data)); }),
             "run.workers must be 1: seq runs one thread (got 2)");
-  c = config_for(ShmAlgorithm::Mutex, 2);
-  c.persistence = 3;
+  // Persistence is Leashed-SGD's own option: its options carry it to its parameters.
+  LeashedOptions leashed;
+  leashed.persistence = -5;
+  c = leashed.shm_config();
+  c.threads = 2;
   EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, test::softmax_replicas(data)); }),
-            "strategy.persistence applies to leashed only (got strategy mutex)");
-  c = config_for(ShmAlgorithm::Leashed, 0);
+            "strategy.persistence must be -1 (no bound) or at least 0 (got -5)");
+  c = ShmConfig{};
+  EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, test::softmax_replicas(data)); }),
+            "shared-memory SGD: no algorithm (a shared-memory strategy's options make the config: shm_config())");
+  c = config_for("leashed", 0);
   EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, test::softmax_replicas(data)); }),
             "run.workers must be at least 1 (got 0)");
-  c = config_for(ShmAlgorithm::Leashed, 2);
+  c = config_for("leashed", 2);
   c.backoff = {BackoffKind::Exponential, 10, 5};
   EXPECT_EQ(test::error_message([&] { run_async_sgd(c, data, data, test::softmax_replicas(data)); }),
             "strategy.backoff_max must be at least strategy.backoff_min (10 us) (got 5)");

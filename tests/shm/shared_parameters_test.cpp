@@ -15,6 +15,7 @@
 #include "shm/hogwild_parameters.hpp"
 #include "shm/leashed_parameters.hpp"
 #include "state_records.hpp"
+#include "shm_strategy_configs.hpp"
 #include "test_support.hpp"
 
 namespace ptrain {
@@ -55,10 +56,10 @@ Totals hammer(SharedParameters& shared, int threads, int steps, BackoffConfig ba
 }
 
 // Plain SGD with step size `lr` unless another optimizer is given.
-std::unique_ptr<SharedParameters> make(ShmAlgorithm algorithm, int threads, std::vector<float>& initial,
+std::unique_ptr<SharedParameters> make(std::string_view algorithm, int threads, std::vector<float>& initial,
                                        float lr = 1.0f, std::optional<OptimizerConfig> optimizer = {}) {
   ShmConfig c;
-  c.algorithm = algorithm;
+  test::set_algorithm(c, algorithm);
   c.threads = threads;
   c.optimizer = optimizer ? *optimizer : OptimizerConfig{.kind = OptimizerKind::Sgd, .lr = lr};
   return make_shared_parameters(c, initial);
@@ -71,8 +72,8 @@ std::vector<float> snapshot(const SharedParameters& shared) {
 }
 
 TEST(SharedParameters, ConsistentAlgorithmsApplyEveryUpdateExactlyOnce) {
-  for (auto algorithm : {ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Leashed}) {
-    SCOPED_TRACE(to_string(algorithm));
+  for (std::string_view algorithm : {"mutex", "rwlock", "leashed"}) {
+    SCOPED_TRACE(std::string(algorithm));
     std::vector<float> initial(kSize, 0.0f);
     auto shared = make(algorithm, 4, initial);
     const Totals t = hammer(*shared, 4, 500);
@@ -89,8 +90,8 @@ TEST(SharedParameters, BackoffKeepsTheUpdatesExact) {
   b.kind = BackoffKind::ExponentialJitter;
   b.min_us = 1;
   b.max_us = 20;
-  for (auto algorithm : {ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Leashed}) {
-    SCOPED_TRACE(to_string(algorithm));
+  for (std::string_view algorithm : {"mutex", "rwlock", "leashed"}) {
+    SCOPED_TRACE(std::string(algorithm));
     std::vector<float> initial(kSize, 0.0f);
     auto shared = make(algorithm, 3, initial);
     const Totals t = hammer(*shared, 3, 300, b);
@@ -101,7 +102,7 @@ TEST(SharedParameters, BackoffKeepsTheUpdatesExact) {
 
 TEST(SharedParameters, HogwildMayLoseUpdatesButNeverInventsThem) {
   std::vector<float> initial(kSize, 0.0f);
-  auto shared = make(ShmAlgorithm::Hogwild, 4, initial);
+  auto shared = make("hogwild", 4, initial);
   const Totals t = hammer(*shared, 4, 500);
   EXPECT_EQ(t.counters.applied, 2000u);
   EXPECT_EQ(shared->updates(), 2000u);
@@ -113,7 +114,7 @@ TEST(SharedParameters, HogwildMayLoseUpdatesButNeverInventsThem) {
 
 TEST(SharedParameters, SequentialTrainsTheReplicaInPlace) {
   std::vector<float> replica(kSize, 1.0f);
-  auto shared = make(ShmAlgorithm::Seq, 1, replica, 2.0f);
+  auto shared = make("seq", 1, replica, 2.0f);
   Backoff b({}, 1);
   ThreadCounters counters;
   std::vector<float> grad(kSize, 0.5f);
@@ -127,7 +128,7 @@ TEST(SharedParameters, SequentialTrainsTheReplicaInPlace) {
 
 TEST(SharedParameters, HogwildRefreshesTheReplicaInTheSamePass) {
   std::vector<float> initial(kSize, 3.0f), replica(kSize, -7.0f), grad(kSize, 1.0f);
-  auto shared = make(ShmAlgorithm::Hogwild, 1, initial, 0.5f);
+  auto shared = make("hogwild", 1, initial, 0.5f);
   Backoff b({}, 1);
   ThreadCounters counters;
   const ApplyOutcome o = shared->apply(grad, 0, 0, b, counters, replica);
@@ -136,7 +137,7 @@ TEST(SharedParameters, HogwildRefreshesTheReplicaInTheSamePass) {
   EXPECT_EQ(replica, std::vector<float>(kSize, 2.5f));
   EXPECT_EQ(snapshot(*shared), replica);
   // The others leave the replica alone.
-  for (auto algorithm : {ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Leashed}) {
+  for (std::string_view algorithm : {"mutex", "rwlock", "leashed"}) {
     auto other = make(algorithm, 1, initial, 0.5f);
     std::vector<float> untouched(kSize, -7.0f);
     EXPECT_FALSE(other->apply(grad, 0, 0, b, counters, untouched).refreshed);
@@ -145,8 +146,8 @@ TEST(SharedParameters, HogwildRefreshesTheReplicaInTheSamePass) {
 }
 
 TEST(SharedParameters, LockStalenessCountsTheUpdatesInBetween) {
-  for (auto algorithm : {ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Hogwild, ShmAlgorithm::Leashed}) {
-    SCOPED_TRACE(to_string(algorithm));
+  for (std::string_view algorithm : {"mutex", "rwlock", "hogwild", "leashed"}) {
+    SCOPED_TRACE(std::string(algorithm));
     std::vector<float> initial(kSize, 0.0f), local(kSize), grad(kSize, -1.0f);
     auto shared = make(algorithm, 2, initial);
     Backoff b({}, 1);
@@ -180,9 +181,9 @@ TEST(SharedParameters, EveryAlgorithmStepsLikeTheOptimizerItself) {
     std::vector<float> expected = initial;
     auto reference = make_optimizer(optimizer, size);
     for (const auto& g : grads) reference->step(expected, g);
-    for (auto algorithm : {ShmAlgorithm::Seq, ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Hogwild,
-                           ShmAlgorithm::Leashed}) {
-      SCOPED_TRACE(to_string(algorithm) + " with " + to_string(optimizer.kind));
+    for (std::string_view algorithm : {"seq", "mutex", "rwlock", "hogwild",
+                           "leashed"}) {
+      SCOPED_TRACE(std::string(algorithm) + " with " + to_string(optimizer.kind));
       std::vector<float> start = initial, local(size);
       auto shared = make(algorithm, 1, start, 0, optimizer);
       Backoff b({}, 1);
@@ -205,8 +206,8 @@ TEST(SharedParameters, ConsistentAlgorithmsShareOneOptimizerState) {
     const std::vector<float> grad(kSize, -0.25f);
     auto reference = make_optimizer(optimizer, kSize);
     for (int s = 0; s < threads * steps; ++s) reference->step(expected, grad);
-    for (auto algorithm : {ShmAlgorithm::Mutex, ShmAlgorithm::RwLock, ShmAlgorithm::Leashed}) {
-      SCOPED_TRACE(to_string(algorithm) + " with " + to_string(optimizer.kind));
+    for (std::string_view algorithm : {"mutex", "rwlock", "leashed"}) {
+      SCOPED_TRACE(std::string(algorithm) + " with " + to_string(optimizer.kind));
       std::vector<float> initial(kSize, 1.0f);
       auto shared = make(algorithm, threads, initial, 0, optimizer);
       std::vector<std::thread> pool;
@@ -234,9 +235,9 @@ TEST(SharedParameters, SavedStateGoesOnWithTheSameBits) {
   for (auto& g : grads)
     for (float& x : g) x = static_cast<float>(rng.uniform()) - 0.5f;
   for (const OptimizerConfig& optimizer : kOptimizers)
-    for (auto algorithm : kShmAlgorithms) {
-      SCOPED_TRACE(to_string(algorithm) + " with " + to_string(optimizer.kind));
-      const int threads = algorithm == ShmAlgorithm::Seq ? 1 : 2;
+    for (const std::string& algorithm : test::shm_strategies()) {
+      SCOPED_TRACE(std::string(algorithm) + " with " + to_string(optimizer.kind));
+      const int threads = algorithm == "seq" ? 1 : 2;
       std::vector<float> storage(size, 0.5f), other_storage(size, -2.0f), local(size);
       auto shared = make(algorithm, threads, storage, 0, optimizer);
       Backoff b({}, 1);
@@ -287,14 +288,14 @@ TEST(SharedParameters, LoadingRefusesStateOfAnotherShape) {
     return w.take();
   };
   // Another model's size.
-  const auto state = save(*make(ShmAlgorithm::Leashed, 2, storage, 0, adam));
-  auto smaller = make(ShmAlgorithm::Leashed, 2, small, 0, adam);
+  const auto state = save(*make("leashed", 2, storage, 0, adam));
+  auto smaller = make("leashed", 2, small, 0, adam);
   StateReader in(state, "ckpt");
   EXPECT_EQ(test::error_message([&] { smaller->load_state(in); }),
             "ckpt: record 'shm.params' holds 256 bytes, this run needs 252 (another model or settings?)");
   // Another number of HOGWILD! threads.
-  const auto two = save(*make(ShmAlgorithm::Hogwild, 2, storage, 0, adam));
-  auto three = make(ShmAlgorithm::Hogwild, 3, storage, 0, adam);
+  const auto two = save(*make("hogwild", 2, storage, 0, adam));
+  auto three = make("hogwild", 3, storage, 0, adam);
   StateReader in2(two, "ckpt");
   EXPECT_EQ(test::error_message([&] { three->load_state(in2); }),
             "ckpt: holds the optimizer state of 2 HOGWILD! threads, this run has 3");
@@ -304,16 +305,16 @@ TEST(SharedParameters, LoadingRefusesStateOfAnotherShape) {
   for (const auto& [state, name] :
        {std::pair{state, std::string("shm.updates")}, std::pair{three_state, std::string("hogwild.thread2.optimizer_steps")}}) {
     const auto edited = test::edited<uint64_t>(state, name, [](auto& v) { v[0] = uint64_t{1} << 63; });
-    auto target = name == "shm.updates" ? make(ShmAlgorithm::Leashed, 2, storage, 0, adam)
-                                        : make(ShmAlgorithm::Hogwild, 3, storage, 0, adam);
+    auto target = name == "shm.updates" ? make("leashed", 2, storage, 0, adam)
+                                        : make("hogwild", 3, storage, 0, adam);
     StateReader crafted(edited, "ckpt");
     EXPECT_EQ(test::error_message([&] { target->load_state(crafted); }),
               "ckpt: record '" + name + "' counts 9223372036854775808 updates (a run counts from 0 to below "
               "9007199254740992)");
   }
   // Another optimizer's state under a lock.
-  const auto sgd = save(*make(ShmAlgorithm::Mutex, 2, storage, 0.1f));
-  auto with_adam = make(ShmAlgorithm::Mutex, 2, storage, 0, adam);
+  const auto sgd = save(*make("mutex", 2, storage, 0.1f));
+  auto with_adam = make("mutex", 2, storage, 0, adam);
   StateReader in3(sgd, "ckpt");
   EXPECT_NE(test::error_message([&] { with_adam->load_state(in3); }).find("ckpt: "), std::string::npos);
 }
