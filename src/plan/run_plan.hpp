@@ -136,7 +136,10 @@ struct RunControls {
           "those whose every stage fits; a worker that would hold more is refused before training, one that comes "
           "to hold more stops the run, each naming the worker",
           Range{});
-    visit("pin", s.pin, "pin worker r to the r-th core the process may use", Range{});
+    visit("pin", s.pin,
+          "pin worker r to the r-th core the process may use (worker threads in MPI ranks: after those of the "
+          "host's lower ranks)",
+          Range{});
     visit("straggler_rank", s.straggler_rank, "this worker computes straggler_factor times slower (-1: none)",
           Range::at_least(-1));
     visit("straggler_factor", s.straggler_factor, "how much slower the straggler computes",
