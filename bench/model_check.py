@@ -7,8 +7,8 @@ OUT_DIR holds the run reports (RATE-WORKERS-LABEL.json, and
 RATE-WORKERS-LABEL.K.json for the K-th repeat of a configuration), the probes
 (probe-RATE-HOSTS-ALGO.txt: ring and halving-doubling all-reduces of 4 KiB to
 16 MiB over that many hosts, on the transport the all-reduce strategies take;
-probe-RATE-HOSTS-ring-mpi.txt: the ring over MPI's, when that is Gloo's) and the codecs' CPU costs (codecs.csv). A run's
-step time is its steady one: worker 0's seconds from the end of step SKIP to
+probe-RATE-HOSTS-ring-mpi.txt: the ring over MPI's, when that is Gloo's) and
+the codecs' CPU costs (codecs.csv). A run's step time is its steady one: worker 0's seconds from the end of step SKIP to
 its last step, over those steps (the first steps pay for connections and first
 touches of memory); with repeats, the median of its runs' steady steps. The
 compute per sample is calibrated once for each worker count, on DGC at the

@@ -129,20 +129,17 @@ ShmConfig SeqOptions::shm_config() const {
   });
 }
 
-ShmConfig MutexOptions::shm_config() const {
-  ShmConfig c = checks_config(name, [](const ShmConfig& c, std::span<float> initial) -> std::unique_ptr<SharedParameters> {
-    return std::make_unique<LockedParameters>(initial, false, c.optimizer);
+ShmConfig LockOptions::lock_config(std::string_view algorithm, bool shared_reads) const {
+  ShmConfig c = checks_config(algorithm, [shared_reads](const ShmConfig& c, std::span<float> initial)
+                                             -> std::unique_ptr<SharedParameters> {
+    return std::make_unique<LockedParameters>(initial, shared_reads, c.optimizer);
   });
   apply_backoff(c);
   return c;
 }
 
-ShmConfig RwLockOptions::shm_config() const {
-  ShmConfig c = checks_config(name, [](const ShmConfig& c, std::span<float> initial) -> std::unique_ptr<SharedParameters> {
-    return std::make_unique<LockedParameters>(initial, true, c.optimizer);
-  });
-  apply_backoff(c);
-  return c;
-}
+ShmConfig MutexOptions::shm_config() const { return lock_config(name, false); }
+
+ShmConfig RwLockOptions::shm_config() const { return lock_config(name, true); }
 
 }  // namespace ptrain

@@ -83,6 +83,8 @@ struct LockOptions : ShmLossChecks, ShmBackoff {
     visit_checks(s, visit);
   }
   void check(int, const std::string& prefix, Problems& problems) const { check_backoff(prefix, problems); }
+  // The config of `algorithm`, over a read-write lock when `shared_reads`.
+  ShmConfig lock_config(std::string_view algorithm, bool shared_reads) const;
 };
 
 struct MutexOptions : LockOptions {
