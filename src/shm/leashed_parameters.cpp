@@ -21,8 +21,12 @@ size_t pool_size(int threads) { return 2 * static_cast<size_t>(threads) + 3; }
 
 LeashedParameters::LeashedParameters(std::span<const float> initial, int threads, int persistence,
                                      const OptimizerConfig& optimizer)
+    : LeashedParameters(initial, threads, persistence, make_optimizer(optimizer, 0)) {}
+
+LeashedParameters::LeashedParameters(std::span<const float> initial, int threads, int persistence,
+                                     std::unique_ptr<Optimizer> rule)
     : size_(initial.size()),
-      rule_(make_optimizer(optimizer, 0)),
+      rule_(std::move(rule)),
       persistence_(persistence),
       pool_(pool_size(threads), size_ * (1 + rule_->state_slots())) {
   if (persistence < -1)

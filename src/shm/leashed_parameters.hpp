@@ -12,6 +12,7 @@
 // thus its predecessor plus exactly one update. Staleness: versions published
 // between the one a gradient was computed on and the one it is applied to.
 #include <atomic>
+#include <memory>
 
 #include "optim/optimizer.hpp"
 #include "shm/shared_parameters.hpp"
@@ -24,6 +25,9 @@ class LeashedParameters final : public SharedParameters {
  public:
   // persistence: retries after a failed swap (-1: no bound).
   LeashedParameters(std::span<const float> initial, int threads, int persistence, const OptimizerConfig& optimizer);
+  // With the update rule given (its step_with only; tests gate it to make
+  // threads collide on purpose).
+  LeashedParameters(std::span<const float> initial, int threads, int persistence, std::unique_ptr<Optimizer> rule);
   ~LeashedParameters() override;
 
   uint64_t read(std::span<float> local, Backoff& backoff, ThreadCounters& counters) override;
