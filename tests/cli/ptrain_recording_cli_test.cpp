@@ -94,8 +94,9 @@ TEST(PtrainRecording, AKilledRunKeepsItsMetricsUpToTheLastLine) {
   }
   EXPECT_GT(steps, 93u) << "ran less than an epoch in 10 s";
   // An epoch's line follows its last step; at most the epoch in flight has none yet.
+  // Steps are logged every 5: an epoch may end up to 4 steps after the last logged one.
   EXPECT_GE(epochs + 1, steps / 93);
-  EXPECT_LE(epochs, steps / 93);
+  EXPECT_LE(epochs * 93, steps + 4);
 }
 
 // Hybrid with a gradient in several buckets, on threads: a track per worker
