@@ -41,6 +41,12 @@ void print_server_summary(const RunResult& result) {
   for (size_t w = 0; w < result.worker_steps.size(); ++w)
     steps += fmt::format("{}{}", w ? " " : "", result.worker_steps[w]);
   fmt::print("  worker steps {}\n", steps);
+  if (s.step_batches.bins.size() > 2) {  // a stale-gradient rule grew some steps' batches
+    std::string sizes;
+    for (size_t m = 1; m < s.step_batches.bins.size(); ++m)
+      if (s.step_batches.bins[m] > 0) sizes += fmt::format("{}{} x {}", sizes.empty() ? "" : ", ", s.step_batches.bins[m], m);
+    fmt::print("  step batches {} base batches\n", sizes);
+  }
 }
 
 void print_summary(const RunPlan& plan, const RunResult& result) {

@@ -40,6 +40,7 @@ struct PsDecision {
   uint32_t over = 0;       // Begin with go = 0: the run is over (--time-limit)
   uint64_t version = 0;    // Begin: the version to pull at least
   uint64_t received = 0;   // Begin with go = 0: pushes every shard will have received by the epoch's end
+  uint64_t batches = 1;    // Begin with go = 1: the base batches this step takes (stale policy batch:K)
 };
 
 // The answer to Pull; followed by the shard's parameters as floats.

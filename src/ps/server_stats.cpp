@@ -6,10 +6,13 @@
 
 namespace ptrain {
 
-// As 64-bit words: five counters, the histogram's length and bins, the left workers' count and ranks.
+// As 64-bit words: four counters, each histogram's length and bins, the left workers' count and ranks.
 std::vector<std::byte> ServerStats::serialize() const {
-  std::vector<uint64_t> words = {updates, dropped_late, dropped_stale, max_clock_gap, staleness.bins.size()};
-  words.insert(words.end(), staleness.bins.begin(), staleness.bins.end());
+  std::vector<uint64_t> words = {updates, dropped_late, dropped_stale, max_clock_gap};
+  for (const CountHistogram* h : {&staleness, &step_batches}) {
+    words.push_back(h->bins.size());
+    words.insert(words.end(), h->bins.begin(), h->bins.end());
+  }
   words.push_back(left_workers.size());
   words.insert(words.end(), left_workers.begin(), left_workers.end());
   std::vector<std::byte> bytes(words.size() * sizeof(uint64_t));
@@ -29,9 +32,11 @@ ServerStats ServerStats::deserialize(std::span<const std::byte> bytes) {
   };
   ServerStats s;
   s.updates = next(), s.dropped_late = next(), s.dropped_stale = next(), s.max_clock_gap = next();
-  const uint64_t bins = next();
-  if (bins > words.size()) throw bad();
-  for (uint64_t i = 0; i < bins; ++i) s.staleness.bins.push_back(next());
+  for (CountHistogram* h : {&s.staleness, &s.step_batches}) {
+    const uint64_t bins = next();
+    if (bins > words.size()) throw bad();
+    for (uint64_t i = 0; i < bins; ++i) h->bins.push_back(next());
+  }
   const uint64_t left = next();
   if (left > words.size()) throw bad();
   for (uint64_t i = 0; i < left; ++i) {

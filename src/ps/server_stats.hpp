@@ -17,6 +17,7 @@ struct ServerStats {
   uint64_t dropped_late = 0;        // ps-backup: came after their step had its W - b gradients
   uint64_t dropped_stale = 0;       // --stale-policy drop:T: staler than T
   uint64_t max_clock_gap = 0;       // ssp (shard 0): the largest lead of a starting worker over the slowest
+  CountHistogram step_batches;      // ssp and async (shard 0): steps begun, by the base batches each took
   std::vector<uint32_t> left_workers;  // async: workers that failed and left, in order
 
   void record_staleness(uint64_t s) { staleness.record(s); }

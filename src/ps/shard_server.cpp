@@ -129,7 +129,7 @@ void ShardServer::push(const PsRequest& request, std::vector<std::byte>&& messag
     throw Error(fmt::format("{}: worker {} pushed a gradient to server shard {} for epoch {}", config_.strategy, worker,
                             config_.shard, request.epoch));
   received_++;
-  if (coordinator_) coordinator_->pushed(worker);
+  if (coordinator_) coordinator_->pushed(worker, config_.aggregated ? 0 : staleness_of(request));
   if (!config_.aggregated) return apply_one(request, payload);
   if (request.version != version_)
     throw Error(fmt::format("{}: server shard {} is at update {} but worker {} pushed a gradient for update {}",
@@ -158,8 +158,12 @@ void ShardServer::apply_aggregated() {
   collected_.clear();
 }
 
+uint64_t ShardServer::staleness_of(const PsRequest& request) const {
+  return version_ >= request.version ? version_ - request.version : 0;
+}
+
 void ShardServer::apply_one(const PsRequest& request, std::span<const std::byte> payload) {
-  const uint64_t staleness = version_ >= request.version ? version_ - request.version : 0;
+  const uint64_t staleness = staleness_of(request);
   const double scale = config_.staleness_rule ? config_.staleness_rule(staleness) : 1.0;
   if (scale <= 0) {
     stats_.dropped_stale++;

@@ -63,6 +63,8 @@ class ShardServer {
   // `message` is the whole request; aggregated mode keeps it until the update.
   void push(const PsRequest& request, std::vector<std::byte>&& message);
   void apply_aggregated();
+  // Versions published since the one the push's gradient was computed on.
+  uint64_t staleness_of(const PsRequest& request) const;
   void apply_one(const PsRequest& request, std::span<const std::byte> payload);
   void decode_into(std::span<const std::byte> payload, std::span<float> out, int worker) const;
   bool pull_ready(const PsRequest& request) const;

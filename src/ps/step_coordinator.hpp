@@ -19,8 +19,9 @@ class StepCoordinator {
   virtual std::optional<PsDecision> begin(int worker) = 0;
   // ps-backup: whether `worker`'s gradient for `version` is among the first W - b.
   virtual bool claim(int /*worker*/, uint64_t /*version*/) { return true; }
-  // A push from `worker` reached shard 0.
-  virtual void pushed(int /*worker*/) {}
+  // A push from `worker` reached shard 0; one by one (ssp, async), `staleness`
+  // is what shard 0 counts for it (0 for an aggregated step's).
+  virtual void pushed(int /*worker*/, uint64_t /*staleness*/) {}
   // `worker` failed and left the run (async).
   virtual void left(int /*worker*/) {}
   // A worker diverged: end the run at the next point every worker can agree

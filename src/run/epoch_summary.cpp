@@ -7,7 +7,8 @@
 namespace ptrain {
 
 EpochMetrics summarize_epoch(size_t epoch, double seconds, size_t batch, size_t shared_by,
-                             const std::vector<std::vector<std::byte>>& losses, RunResult& result) {
+                             const std::vector<std::vector<std::byte>>& losses,
+                             const std::vector<uint64_t>& batches_drawn, RunResult& result) {
   EpochMetrics m;
   m.epoch = epoch + 1;
   m.seconds = seconds;
@@ -20,7 +21,9 @@ EpochMetrics summarize_epoch(size_t epoch, double seconds, size_t batch, size_t 
     total += bytes.size() / sizeof(float);
   }
   m.steps = longest;
-  const size_t samples = total * batch;
+  size_t drawn = 0;
+  for (size_t r = 0; r < batches_drawn.size(); r += shared_by) drawn += batches_drawn[r];
+  const size_t samples = drawn * batch;
   m.samples_per_s = static_cast<double>(samples) / seconds;
   result.samples += samples;
   double sum = 0;

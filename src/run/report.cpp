@@ -187,6 +187,7 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
           {"staleness_mean", s.mean_staleness()},
           {"staleness_p99", s.staleness_quantile(0.99)},
           {"staleness_max", s.max_staleness()},
+          {"step_batches_histogram", s.step_batches.bins},
           {"worker_steps", r.worker_steps},
           {"left", r.left}};
     auto& shards = ps["per_shard"] = nlohmann::json::array();

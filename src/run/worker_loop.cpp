@@ -77,7 +77,8 @@ void WorkerLoop::run(bool& began) {
   if (config_.resume) {
     position_ = resume_worker(config_, shape_, comm_, parts());
     seconds_before_ = position_.epoch_seconds;
-    cursor_.seek(position_.step);
+    cursor_.seek(position_.batches);
+    epoch_batches_ = position_.losses.size();  // a lockstep run resumed inside an epoch: one a step
   }
   began = true;  // what fails from here on is the run's, not the input's
   comm_.barrier();
@@ -124,13 +125,16 @@ void WorkerLoop::take_step(size_t epoch_steps, double& running) {
   float loss = 0;
   {
     TimelineSpan step_span("step", "step", static_cast<int64_t>(at.step + 1));  // not the checkpoint after it
+    const size_t batches = side_->step_batches();
     {
-      TimelineSpan span("load batch");
-      batch_.gather(train_set_, cursor_.next());
+      TimelineSpan span("load batch", "batches", static_cast<int64_t>(batches));
+      batch_.gather(train_set_, cursor_.next(batches));
     }
     const double fractional_epoch =
         static_cast<double>(at.epoch) +
-        static_cast<double>(at.losses.size()) / static_cast<double>(shape_.steps_per_epoch);
+        static_cast<double>(epoch_batches_) / static_cast<double>(shape_.steps_per_epoch);
+    epoch_batches_ += batches;
+    at.batches = cursor_.taken();
     loss = side_->step(batch_, StepInfo{at.step, fractional_epoch, workers_});
   }
   if (const std::string why = stop_after_step(loss); !why.empty()) return diverge(why);
@@ -189,7 +193,8 @@ void WorkerLoop::report_progress(size_t epoch_steps, double running) const {
   callbacks_.on_progress(
       Progress{position_.epoch + 1, shape_.epochs, std::min(b, epoch_steps), epoch_steps,
                running / static_cast<double>(b),
-               t > 0 ? static_cast<double>(b * config_.batch * data_shard(config_, rank_).shards) / t : 0});
+               t > 0 ? static_cast<double>(epoch_batches_ * config_.batch * data_shard(config_, rank_).shards) / t
+                     : 0});
 }
 
 // Returns false when the run ends after this epoch.
@@ -198,6 +203,7 @@ bool WorkerLoop::end_epoch(size_t epoch_steps) {
   const double seconds = epoch_seconds();
   // Every worker's losses of the epoch (under ssp and async, as many as it took).
   const auto all = comm_.allgatherv(std::as_bytes(std::span<const float>(position_.losses)));
+  const auto drawn = allgather_value(comm_, static_cast<uint64_t>(epoch_batches_));
   std::optional<Metrics> test;
   if (test_set_) {  // worker 0's, or every stage's of a pipeline
     TimelineSpan span("evaluation", "epoch", static_cast<int64_t>(position_.epoch + 1));
@@ -205,9 +211,10 @@ bool WorkerLoop::end_epoch(size_t epoch_steps) {
   }
   // A pipeline's stages take each of its batches together: one batch a step for them all.
   const size_t shared_by = static_cast<size_t>(std::max(config_.pipeline_stages, 1));
-  if (rank_ == 0) record_epoch(summarize_epoch(position_.epoch, seconds, config_.batch, shared_by, all, result_), test);
+  if (rank_ == 0) record_epoch(summarize_epoch(position_.epoch, seconds, config_.batch, shared_by, all, drawn, result_), test);
   comm_.barrier();           // the others wait while worker 0 evaluates
   position_.losses.clear();  // the epoch is in the result now
+  epoch_batches_ = 0;
   seconds_before_ = 0, epoch_clock_.reset();
   if (const std::string why = run_stop_verdict(comm_, status()); !why.empty()) {
     if (rank_ == 0) result_.diverged = true, result_.diverged_why = why;

@@ -74,6 +74,7 @@ class WorkerLoop {
   std::unique_ptr<WorkerStrategy> side_;
   ShardedSampler sampler_;
   DataCursor cursor_;
+  size_t epoch_batches_ = 0;  // base batches drawn in this epoch
   Batch batch_;
   WorkerPosition position_;
   double seconds_before_ = 0;  // of this epoch, before a resume

@@ -52,6 +52,7 @@ void check_lockstep_position(const std::string& manifest, const WorkerPosition& 
 
 void write_worker_part(StateWriter& out, const WorkerPosition& at, const WorkerParts& parts) {
   out.put_value("step", static_cast<uint64_t>(at.step));
+  out.put_value("batches", static_cast<uint64_t>(at.batches));
   parts.side.save_placement(out);
   if (holds_shared(parts)) {
     out.put("params", std::span<const float>(parts.replica.params()));
@@ -73,6 +74,7 @@ WorkerPosition resume_worker(const TrainConfig& config, const RunShape& shape, C
   StateReader in(part, "checkpoint " + from.part_path(found.step, found.run, parts.rank));
   WorkerPosition at;
   at.step = in.take_value<uint64_t>("step");
+  at.batches = in.take_value<uint64_t>("batches");
   const bool lockstep = parts.side.lockstep();
   if (lockstep && at.step > shape.total_steps)
     throw Error(
@@ -86,6 +88,7 @@ WorkerPosition resume_worker(const TrainConfig& config, const RunShape& shape, C
     const std::vector<std::byte> first = from.read_part(found, 0);
     StateReader shared(first, "checkpoint " + from.part_path(found.step, found.run, 0));
     shared.take_value<uint64_t>("step");
+    shared.take_value<uint64_t>("batches");
     shared.take("params", parts.replica.params());
     parts.side.load_shared_state(shared);
   }

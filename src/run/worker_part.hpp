@@ -18,6 +18,7 @@ struct TrainConfig;
 // Where a worker is in its run.
 struct WorkerPosition {
   size_t step = 0;            // its steps over the run
+  size_t batches = 0;         // the base batches it drew over the run (a step may take several)
   size_t epoch = 0;           // the epoch it is in (0-based; a part taken at an epoch's end names the next)
   std::vector<float> losses;  // its losses of that epoch so far
   double epoch_seconds = 0;   // that epoch's training time so far

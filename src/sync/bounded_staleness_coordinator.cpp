@@ -9,7 +9,8 @@ namespace ptrain {
 
 BoundedStalenessCoordinator::BoundedStalenessCoordinator(int workers, size_t steps_per_epoch, size_t total_steps,
                                                          std::optional<uint64_t> staleness,
-                                                         uint64_t warmup_single, double time_limit_seconds)
+                                                         uint64_t warmup_single, double time_limit_seconds,
+                                                         StalePolicy stale_policy)
     : tickets_per_epoch_(static_cast<uint64_t>(workers) * steps_per_epoch),
       tickets_in_run_(static_cast<uint64_t>(workers) * total_steps),
       tickets_left_(tickets_in_run_),
@@ -17,6 +18,9 @@ BoundedStalenessCoordinator::BoundedStalenessCoordinator(int workers, size_t ste
       staleness_(staleness),
       warmup_single_(warmup_single),
       clock_(static_cast<size_t>(workers), 0),
+      stale_policy_(stale_policy),
+      holding_(static_cast<size_t>(workers), 1),
+      last_staleness_(static_cast<size_t>(workers), 0),
       live_(static_cast<size_t>(workers), true),
       stopped_(static_cast<size_t>(workers), false),
       budget_(time_limit_seconds) {}
@@ -58,15 +62,21 @@ std::optional<PsDecision> BoundedStalenessCoordinator::begin(int worker) {
     if (gap > *staleness_) return std::nullopt;
     max_gap_ = std::max(max_gap_, gap);
   }
-  issued_++;
+  const uint64_t wanted = step_batches(stale_policy_, last_staleness_[w], static_cast<int>(clock_.size()));
+  decision.batches = std::min(wanted, epoch_tickets_ - issued_);
+  holding_[w] = decision.batches;
+  step_batches_.record(decision.batches);
+  issued_ += decision.batches;
   issued_total_++;
   decision.go = 1;
   return decision;
 }
 
-void BoundedStalenessCoordinator::pushed(int worker) {
+void BoundedStalenessCoordinator::pushed(int worker, uint64_t staleness) {
   const bool was_warming_up = warming_up();
-  clock_[static_cast<size_t>(worker)]++;
+  const auto w = static_cast<size_t>(worker);
+  clock_[w] += holding_[w];
+  last_staleness_[w] = staleness;
   pushes_++;
   if (was_warming_up && !warming_up()) clock_.assign(clock_.size(), 0);  // the bound starts after the warm-up
 }

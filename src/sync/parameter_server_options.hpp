@@ -90,7 +90,10 @@ struct PsBackupOptions {
 // What ssp and async share: how stale gradients are treated.
 #define PTRAIN_PS_STALE_FIELDS(s, visit)                                                                        \
   visit("stale_policy", s.stale_policy,                                                                       \
-        "none, drop:T (drop gradients staler than T updates) or scale (step / (1 + staleness))", Range{});    \
+        "none, drop:T (drop gradients staler than T updates), scale (step / (1 + staleness)) or batch:K (a " \
+        "worker's next batch one base batch larger for each round of the W workers' updates its last "     \
+        "gradient missed, at most K)",                                                                     \
+        Range{});    \
   visit("warmup_single", s.warmup_single, "only worker 0 trains for the first N gradients", Range{})
 
 struct SspOptions {

@@ -16,8 +16,7 @@ void SspOptions::check(int, const std::string& prefix, Problems& problems) const
   try {
     parse_stale_policy(stale_policy);
   } catch (const Error&) {
-    problems.add(prefix + "stale_policy", "expected none, drop:T (T a whole number of updates) or scale, got '" +
-                                              stale_policy + "'");
+    problems.add(prefix + "stale_policy", std::string(kStalePolicyExpected) + ", got '" + stale_policy + "'");
   }
 }
 
@@ -92,7 +91,8 @@ void ParameterServerGroup::serve(Communicator& with_servers, int shard, const Fl
     else
       coordinator = std::make_unique<BoundedStalenessCoordinator>(workers_, config_.steps_per_epoch,
                                                                   config_.total_steps, mode_.staleness_bound,
-                                                                  mode_.warmup_single, config_.time_limit_seconds);
+                                                                  mode_.warmup_single, config_.time_limit_seconds,
+                                                                  mode_.stale_policy);
   }
   with_servers.set_waiting(Communicator::Waiting::Nap);  // a shard mostly waits for its workers
   ShardServer(with_servers, std::move(c), std::move(coordinator)).serve();
@@ -146,6 +146,7 @@ bool ParameterServerWorker::next_step(size_t, size_t) {
     return false;
   }
   min_version_ = decision.version;
+  step_batches_ = static_cast<size_t>(decision.batches);
   holding_ticket_ = true;
   return true;
 }

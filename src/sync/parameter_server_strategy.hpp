@@ -38,6 +38,7 @@ class ParameterServerWorker : public WorkerStrategy {
   ParameterServerWorker(const ParameterServerGroup& group, Model& model, Communicator& with_servers);
   void start() override;
   bool next_step(size_t done, size_t epoch_steps) override;
+  size_t step_batches() const override { return step_batches_; }
   float step(const Batch& batch, const StepInfo& info) override;
   void sync_for_evaluation() override;
   CodecStats codec_stats() const override { return client_.codec_stats(); }
@@ -61,6 +62,7 @@ class ParameterServerWorker : public WorkerStrategy {
   uint64_t min_version_ = 0;     // what shard 0 said to pull at least
   uint64_t epoch_received_ = 0;  // pushes every shard has by the end of this epoch
   bool holding_ticket_ = false;  // began a step and has not pushed it
+  size_t step_batches_ = 1;      // the step's, as the coordinator gave it
   bool run_over_ = false;
   bool between_epochs_ = true;  // the coordinator said this epoch is over, and no new one has begun
   std::vector<std::vector<std::byte>> shard_states_;  // worker 0 on resume: what start() restores

@@ -63,6 +63,9 @@ class WorkerStrategy {
   // of the epoch's `epoch_steps` per worker. Parameter servers ask their
   // coordinator, so that under ssp and async fast workers take more steps.
   virtual bool next_step(size_t done, size_t epoch_steps) { return done < epoch_steps; }
+  // The base batches (--batch samples each) the step next_step allowed takes:
+  // more than 1 where a stale-gradient rule gives a stale worker a larger one.
+  virtual size_t step_batches() const { return 1; }
   // This worker failed: true when the run goes on without it (async), after
   // telling whoever waits for it; false when the failure ends the run.
   virtual bool leave() { return false; }

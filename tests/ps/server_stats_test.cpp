@@ -100,8 +100,10 @@ TEST(ServerStats, SerializeDeserializeRoundTrips) {
   s.dropped_stale = 3;
   s.max_clock_gap = 4;
   s.left_workers = {3, 1};
+  s.step_batches.bins = {0, 9, 2};
   const ServerStats back = ServerStats::deserialize(s.serialize());
   EXPECT_EQ(back.staleness.bins, s.staleness.bins);
+  EXPECT_EQ(back.step_batches.bins, s.step_batches.bins);
   EXPECT_EQ(back.updates, 13u);
   EXPECT_EQ(back.dropped_late, 2u);
   EXPECT_EQ(back.dropped_stale, 3u);

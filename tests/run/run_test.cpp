@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <mutex>
+
 #include "core/error.hpp"
 #include "data/synthetic.hpp"
 #include "run/report.hpp"
@@ -127,6 +132,74 @@ TEST(Run, ABroughtModelReplacesThePlansModel) {
   const RunResult r = run(plan, world, {}, inputs);
   EXPECT_EQ(r.model, "softmax");
   EXPECT_EQ(built, 1u + 3u);  // a probe, then one replica per worker
+}
+
+// A replica that writes down the samples it trained on, in order.
+class RecordingModel : public Model {
+ public:
+  RecordingModel(std::unique_ptr<Model> inner, std::vector<size_t>& log) : inner_(std::move(inner)), log_(log) {}
+  std::string name() const override { return inner_->name(); }
+  const FlatLayout& layout() const override { return inner_->layout(); }
+  std::span<float> params() override { return inner_->params(); }
+  std::span<float> grads() override { return inner_->grads(); }
+  float forward_backward(const Batch& batch) override {
+    log_.insert(log_.end(), batch.indices.begin(), batch.indices.end());
+    return inner_->forward_backward(batch);
+  }
+  Metrics evaluate(const Dataset& data) override { return inner_->evaluate(data); }
+
+ private:
+  std::unique_ptr<Model> inner_;
+  std::vector<size_t>& log_;
+};
+
+// ssp under the stale policy batch:K: whatever base batches the coordinator
+// groups into each step (they depend on timing), an epoch is one pass over the
+// data and every worker trains on the samples in the seed's order, run after run.
+TEST(Run, SspWithGrowingBatchesKeepsEpochsAPassAndEachWorkersSampleOrder) {
+  const LoadedData data = clusters_1200();  // 960 to train: 3 workers x 40 base batches of 8 a pass
+  RunPlan plan = small_plan();
+  plan.run.epochs = 3;
+  plan.run.straggler_rank = 2;
+  plan.run.straggler_factor = 20;
+  SspOptions ssp;
+  ssp.staleness = 6;
+  ssp.stale_policy = "batch:3";
+  plan.strategy = ssp;
+  auto streams = [&] {
+    std::mutex m;
+    std::deque<std::vector<size_t>> logs;
+    RunInputs inputs = data_only(data);
+    inputs.model = [&](const ModelInput& in) -> std::unique_ptr<Model> {
+      const std::lock_guard lock(m);
+      return std::make_unique<RecordingModel>(SoftmaxOptions{}.make(in), logs.emplace_back());
+    };
+    World world = make_world(plan);
+    const RunResult r = run(plan, world, {}, inputs);
+    EXPECT_EQ(r.samples, 3u * 960);
+    const CountHistogram& grown = r.servers.at(0).step_batches;
+    uint64_t base_batches = 0;
+    for (size_t b = 0; b < grown.bins.size(); ++b) base_batches += b * grown.bins[b];
+    EXPECT_EQ(base_batches, 3u * 120);
+    EXPECT_LE(grown.bins.size(), 4u) << "a step of more than 3 base batches";
+    std::map<size_t, std::vector<size_t>> by_first;  // the probe trains on nothing
+    size_t trained = 0;
+    for (auto& log : logs)
+      if (!log.empty()) trained += log.size(), by_first[log.front()] = std::move(log);
+    EXPECT_EQ(by_first.size(), 3u);
+    EXPECT_EQ(trained, 3u * 960);
+    return by_first;
+  };
+  const auto first = streams(), second = streams();
+  ASSERT_EQ(first.size(), second.size());
+  for (const auto& [start, stream] : first) {
+    ASSERT_TRUE(second.count(start)) << "a worker began elsewhere in the second run";
+    const auto& other = second.at(start);
+    const size_t common = std::min(stream.size(), other.size());
+    EXPECT_GE(common, 320u) << "every worker trains on at least part of its share";
+    EXPECT_TRUE(std::equal(stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(common), other.begin()))
+        << "worker starting at sample " << start << " saw another order";
+  }
 }
 
 TEST(Run, WorkersZeroMeansOnePerCore) {

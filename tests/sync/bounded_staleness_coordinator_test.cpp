@@ -33,7 +33,7 @@ uint64_t max_clock_gap(const BoundedStalenessCoordinator& c) {
 // The worker's step as the shard sees it: a Begin answered go, then its push.
 void step(BoundedStalenessCoordinator& c, int w) {
   ASSERT_TRUE(is_go(c.begin(w))) << "worker " << w;
-  c.pushed(w);
+  c.pushed(w, 0);
 }
 
 TEST(BoundedStalenessCoordinator, AnEpochHandsOutWTimesStepsTicketsToWhoeverAsks) {
@@ -48,7 +48,7 @@ TEST(BoundedStalenessCoordinator, AnEpochHandsOutWTimesStepsTicketsToWhoeverAsks
         // Unevenly: worker 0 asks most often.
         const int w = rng() % 4 == 0 ? static_cast<int>(1 + rng() % 2) : 0;
         ASSERT_TRUE(is_go(c.begin(w))) << "seed " << seed << ", ticket " << t;
-        c.pushed(w);
+        c.pushed(w, 0);
         ++per_worker[static_cast<size_t>(w)];
       }
       issued += epoch_tickets;
@@ -165,7 +165,7 @@ void run_schedule(const Schedule& s, ScheduleResult& r) {
         ask(w);
         break;
       case State::Holding:
-        c.pushed(static_cast<int>(w));
+        c.pushed(static_cast<int>(w), 0);
         ++clock[w];
         state[w] = State::Idle;
         break;
@@ -245,7 +245,7 @@ TEST(BoundedStalenessCoordinator, SspCountsPushesNotTickets) {
   step(c, 0);
   ASSERT_TRUE(is_go(c.begin(1)));  // worker 1 holds a ticket but has not pushed it
   EXPECT_FALSE(c.begin(0)) << "worker 0 has one push more than worker 1";
-  c.pushed(1);
+  c.pushed(1, 0);
   EXPECT_TRUE(is_go(c.begin(0)));
   EXPECT_EQ(max_clock_gap(c), 0u);
 }
@@ -274,13 +274,13 @@ TEST(BoundedStalenessCoordinator, WarmupHoldsAllButWorkerZeroUntilNPushes) {
       // Worker 0 is never held, however far ahead (ssp's bound starts after the warm-up).
       ASSERT_TRUE(is_go(c.begin(0))) << mode << ", push " << push;
       EXPECT_FALSE(c.begin(1)) << mode << ", push " << push;
-      c.pushed(0);
+      c.pushed(0, 0);
     }
     EXPECT_TRUE(is_go(c.begin(1))) << mode;
     EXPECT_TRUE(is_go(c.begin(2))) << mode;
     // The bound starts from the warm-up's end: everyone at 0, so worker 0 may go too.
     EXPECT_TRUE(is_go(c.begin(0))) << mode;
-    c.pushed(0);
+    c.pushed(0, 0);
     if (staleness) {
       EXPECT_FALSE(c.begin(0)) << "ssp 0: one push ahead once the warm-up is over";
       EXPECT_EQ(max_clock_gap(c), 0u);
@@ -318,6 +318,61 @@ TEST(BoundedStalenessCoordinator, LeftWorkerNoLongerHoldsOthersBack) {
   EXPECT_TRUE(is_stop(c.begin(1), 6));
   step(c, 1);  // the next epoch begins once both live workers heard the end
   step(c, 0);
+}
+
+// batch:K: the step after a stale gradient takes more tickets (base batches);
+// an epoch still hands out W x steps_per_epoch of them, and ssp's clocks count them.
+TEST(BoundedStalenessCoordinator, BatchRuleGrowsAStaleWorkersNextStepWithinTheEpochsTickets) {
+  // W = 2, 10 steps an epoch: 20 tickets; async; batch:3.
+  BoundedStalenessCoordinator c(2, 10, 20, std::nullopt, 0, 0, parse_stale_policy("batch:3"));
+  auto batches = [&](int w) {
+    const auto d = c.begin(w);
+    EXPECT_TRUE(is_go(d)) << "worker " << w;
+    return d ? d->batches : 0;
+  };
+  EXPECT_EQ(batches(0), 1u);
+  c.pushed(0, 0);
+  EXPECT_EQ(batches(0), 1u);
+  c.pushed(0, 3);  // one round of the 2 workers missed
+  EXPECT_EQ(batches(0), 2u);
+  c.pushed(0, 1);
+  EXPECT_EQ(batches(0), 1u);  // back to one
+  c.pushed(0, 9);
+  EXPECT_EQ(batches(0), 3u);  // at most K
+  c.pushed(0, 0);
+  EXPECT_EQ(batches(1), 1u);  // the other worker's own staleness counts for it
+  c.pushed(1, 4);
+  // 9 tickets out so far: worker 1 takes 3 at a time while 3 are left, then the last 2.
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(batches(1), 3u);
+    c.pushed(1, 6);
+  }
+  EXPECT_EQ(batches(1), 2u);
+  c.pushed(1, 6);
+  // 1 + 1 + 2 + 1 + 3 + 1 + 3 x 3 + 2 = 20: the epoch is over; 10 steps began, and pushed.
+  EXPECT_TRUE(is_stop(c.begin(0), 10));
+  EXPECT_TRUE(is_stop(c.begin(1), 10));
+  ServerStats stats;
+  c.add_stats(stats);
+  EXPECT_EQ(stats.step_batches.bins, (std::vector<uint64_t>{0, 4, 2, 4}));
+}
+
+TEST(BoundedStalenessCoordinator, SspClocksCountBaseBatchesSoALargerStepIsNotHeldForItsSize) {
+  // W = 2, s = 2, batch:4: worker 1 is given 3 base batches; after pushing it
+  // is 3 tickets ahead of worker 0 (clock 0) and waits for it.
+  BoundedStalenessCoordinator c(2, 100, 100, 2, 0, 0, parse_stale_policy("batch:4"));
+  ASSERT_TRUE(is_go(c.begin(1)));
+  c.pushed(1, 5);  // two rounds missed
+  const auto big = c.begin(1);
+  ASSERT_TRUE(is_go(big));
+  EXPECT_EQ(big->batches, 3u);
+  EXPECT_EQ(max_clock_gap(c), 1u);
+  c.pushed(1, 0);
+  EXPECT_FALSE(c.begin(1)) << "4 base batches ahead of worker 0, past s = 2";
+  step(c, 0);
+  step(c, 0);
+  EXPECT_TRUE(is_go(c.begin(1))) << "2 ahead: within s";
+  EXPECT_EQ(max_clock_gap(c), 2u);
 }
 
 }  // namespace

@@ -277,6 +277,7 @@ TEST(Pipeline, AModelOverOneWorkersMemoryLimitTrainsOnlyWhenSplit) {
     const std::vector<std::byte> part = store.read_part(found, rank);
     StateReader in(part, "part");
     in.take_value<uint64_t>("step");
+    in.take_value<uint64_t>("batches");
     EXPECT_EQ(in.take_vector<uint64_t>("pipeline.cut"), (std::vector<uint64_t>{0, 2, 4}));
     EXPECT_EQ(in.take_vector<float>("params").size(), rank == 0 ? 704u + 4160 : 4160u + 195) << rank;
   }
