@@ -44,7 +44,8 @@ void print_server_summary(const RunResult& result) {
   if (s.step_batches.bins.size() > 2) {  // a stale-gradient rule grew some steps' batches
     std::string sizes;
     for (size_t m = 1; m < s.step_batches.bins.size(); ++m)
-      if (s.step_batches.bins[m] > 0) sizes += fmt::format("{}{} x {}", sizes.empty() ? "" : ", ", s.step_batches.bins[m], m);
+      if (const uint64_t steps_of_m = s.step_batches.bins[m]; steps_of_m > 0)
+        sizes += fmt::format("{}{} x {}", sizes.empty() ? "" : ", ", steps_of_m, m);
     fmt::print("  step batches {} base batches\n", sizes);
   }
 }

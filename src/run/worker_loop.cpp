@@ -70,6 +70,7 @@ WorkerParts WorkerLoop::parts() {
 
 const WorkerPosition& WorkerLoop::position() {
   position_.epoch_seconds = epoch_seconds();
+  position_.batches = cursor_.taken();
   return position_;
 }
 
@@ -134,7 +135,6 @@ void WorkerLoop::take_step(size_t epoch_steps, double& running) {
         static_cast<double>(at.epoch) +
         static_cast<double>(epoch_batches_) / static_cast<double>(shape_.steps_per_epoch);
     epoch_batches_ += batches;
-    at.batches = cursor_.taken();
     loss = side_->step(batch_, StepInfo{at.step, fractional_epoch, workers_});
   }
   if (const std::string why = stop_after_step(loss); !why.empty()) return diverge(why);
@@ -211,7 +211,8 @@ bool WorkerLoop::end_epoch(size_t epoch_steps) {
   }
   // A pipeline's stages take each of its batches together: one batch a step for them all.
   const size_t shared_by = static_cast<size_t>(std::max(config_.pipeline_stages, 1));
-  if (rank_ == 0) record_epoch(summarize_epoch(position_.epoch, seconds, config_.batch, shared_by, all, drawn, result_), test);
+  if (rank_ == 0)
+    record_epoch(summarize_epoch(position_.epoch, seconds, config_.batch, shared_by, all, drawn, result_), test);
   comm_.barrier();           // the others wait while worker 0 evaluates
   position_.losses.clear();  // the epoch is in the result now
   epoch_batches_ = 0;

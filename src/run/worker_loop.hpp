@@ -54,6 +54,7 @@ class WorkerLoop {
   void finish();
   void gather_totals();
   double epoch_seconds() const { return seconds_before_ + epoch_clock_.seconds(); }
+  // The position a checkpoint records, with what the clock and the cursor say now.
   const WorkerPosition& position();
   WorkerParts parts();
 
