@@ -212,7 +212,8 @@ bool WorkerLoop::end_epoch(size_t epoch_steps) {
   // A pipeline's stages take each of its batches together: one batch a step for them all.
   const size_t shared_by = static_cast<size_t>(std::max(config_.pipeline_stages, 1));
   if (rank_ == 0)
-    record_epoch(summarize_epoch(position_.epoch, seconds, config_.batch, shared_by, all, drawn, result_), test);
+    record_epoch(summarize_epoch(position_.epoch, seconds, config_.batch, shared_by, all, drawn, result_),
+                 test);
   comm_.barrier();           // the others wait while worker 0 evaluates
   position_.losses.clear();  // the epoch is in the result now
   epoch_batches_ = 0;
