@@ -2,7 +2,8 @@
 // both ends. As a shard: a real shard server (the strategy's own serve(),
 // with shard 0's coordinator) takes requests from the input as if workers had
 // sent them, and decodes what they push with the run's codec (fp16, int8, and
-// the sparse format of top-k and DGC, src/compress/sparse_format). As a
+// the sparse format of top-k and DGC, src/compress/sparse_format), answering
+// pulls through a pull codec. As a
 // worker: a real PsClient makes its requests and takes the shards' replies
 // (go-aheads, parameters, claim answers, statistics) from the input.
 //
@@ -85,6 +86,9 @@ Setup setup_of(uint8_t strategy, uint8_t codec, uint8_t workers, uint8_t side) {
       AsyncOptions{.stale_policy = "drop:3"}};
   s.plan.strategy = strategies[strategy % strategies.size()];
   s.plan.codec = *CodecRegistry::make(CodecRegistry::names()[codec % CodecRegistry::names().size()]);
+  // The same byte picks what pulls send: dense, or a codec's change.
+  s.plan.pull =
+      *PullCodecRegistry::make(PullCodecRegistry::names()[codec % PullCodecRegistry::names().size()]);
   s.plan.optimizer = takes_momentum(s.plan.codec) ? OptimizerChoice{MomentumOptions{}} : AdamOptions{};
   s.workers = 1 + workers % 3;
   if (std::holds_alternative<PsBackupOptions>(s.plan.strategy)) s.workers = std::max(s.workers, 2);
@@ -128,8 +132,8 @@ enum class Request : uint8_t { Init, Begin, Pull, Claim, Push, Leave, Finish, Co
 void be_worker(const Setup& s, InputCursor& input) {
   const int size = s.workers + s.servers;
   ScriptedCommunicator comm(s.workers - 1, size, [&] { return scripted_message(input, size); });
-  PsClient client(comm, s.workers, shard_ranges(kParams, s.servers), s.config.codec, model_layout(), "fuzz",
-                  std::chrono::milliseconds(1000));
+  PsClient client(comm, s.workers, shard_ranges(kParams, s.servers), s.config.codec, s.config.pull, model_layout(),
+                  "fuzz", std::chrono::milliseconds(1000));
   std::vector<float> params(kParams, 0.5f);
   for (size_t step = 0; input.left() > 0; ++step) {
     const auto request = static_cast<Request>(input.take<uint8_t>() % static_cast<uint8_t>(Request::Count));
@@ -191,7 +195,8 @@ void write_seeds(const std::string& dir) {
             return std::optional<AnyMessage>(std::move(m));
           }));
           clients.push_back(std::make_unique<PsClient>(*comms.back(), s.workers, ranges, s.config.codec,
-                                                       model_layout(), "seed", std::chrono::milliseconds(1)));
+                                                       s.config.pull, model_layout(), "seed",
+                                                       std::chrono::milliseconds(1)));
         }
         std::vector<float> params(kParams, 0.25f);
         const auto go = [&](uint64_t version) {

@@ -283,6 +283,30 @@ new_case; expect output "--checkpoint-dir in an unwritable place (/proc)" 2 "--c
 new_case; expect output "--checkpoint-dir '' with --checkpoint-every" 2 "--checkpoint-dir" -- \
   "$ptrain" train @SHORT@ --checkpoint-dir "" --checkpoint-every 5
 
+# ---------------------------------------------------------------- pull codecs
+# What a parameter-server pull sends back: only the parameter servers pull, and every value is checked.
+new_case; expect pull "--pull fp16 with hybrid (nothing pulls)" 2 "--pull" -- "$ptrain" train @SHORT@ --pull fp16
+new_case; expect pull "--pull zip (no such codec)" 2 "--pull: unknown pull codec 'zip'" -- \
+  "$ptrain" train @SHORT@ --strategy ps-sync --pull zip
+new_case; expect pull "--pull '' (empty)" 2 "--pull" -- "$ptrain" train @SHORT@ --strategy ps-sync --pull ""
+new_case; expect pull "--pull-topk-ratio 0" 2 "--pull-topk-ratio" -- \
+  "$ptrain" train @SHORT@ --strategy async --pull topk --pull-topk-ratio 0
+new_case; expect pull "--pull-topk-ratio nan" 2 "--pull-topk-ratio" -- \
+  "$ptrain" train @SHORT@ --strategy async --pull topk --pull-topk-ratio nan
+new_case; expect pull "--pull-topk-refresh -1" 2 "--pull-topk-refresh" -- \
+  "$ptrain" train @SHORT@ --strategy ssp --pull topk --pull-topk-refresh -1
+new_case; expect pull "--pull-int8-chunk 0" 2 "--pull-int8-chunk" -- \
+  "$ptrain" train @SHORT@ --strategy ps-sync --pull int8 --pull-int8-chunk 0
+new_case; expect pull "--pull-topk-refresh without --pull topk (was it meant?)" 2 "--pull-topk-refresh" -- \
+  "$ptrain" train @SHORT@ --strategy ps-sync --pull-topk-refresh 5
+new_case; expect pull "shm --pull fp16 (threads share one copy)" 2 "--pull" -- "$ptrain" shm --pull fp16 --quiet
+new_case; printf '{"strategy": {"name": "ps-sync"}, "pull": {"name": "fp16", "ratio": 0.1}}' > p.json
+expect pull "a plan's pull section with another codec's field" 2 "pull.ratio" -- \
+  "$ptrain" train --config p.json @SHORT@
+new_case; printf '{"strategy": {"name": "ps-sync"}, "pull": "fp16"}' > p.json
+expect pull "a plan's pull section that is not an object" 2 "pull" -- "$ptrain" train --config p.json @SHORT@
+new_case; expect pull "simulate --pull-codec zip" 2 "--pull-codec" -- "$ptrain" simulate --exchange ps --pull-codec zip
+
 # ---------------------------------------------------------------- plan files, reports
 for f in corrupt empty not-object unknown-field unknown-section negative-epochs huge-number negative-batch \
   wrong-type huge-workers nan-timeout deep binary; do

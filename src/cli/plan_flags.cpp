@@ -26,6 +26,7 @@ std::string flag_for(std::string_view section, std::string_view kind, std::strin
   if (section == "run" && field == "save_model") return "--save";
   if (section == "run" && field.starts_with("straggler_")) return "--straggler";
   if (section == "codec") return "--" + std::string(kind) + "-" + dashed(field);
+  if (section == "pull") return "--pull-" + std::string(kind) + "-" + dashed(field);
   return "--" + dashed(field);
 }
 
@@ -36,7 +37,7 @@ struct NameFlag {
 };
 constexpr NameFlag kNameFlags[] = {{"--model", "model"},         {"--data-set", "data"},
                                    {"--optimizer", "optimizer"}, {"--strategy", "strategy"},
-                                   {"--compress", "codec"}};
+                                   {"--compress", "codec"},      {"--pull", "pull"}};
 
 // One flag: the fields it sets, by kind.
 struct FlagInfo {
@@ -133,6 +134,8 @@ std::map<std::string, FlagInfo> all_flags(const RunPlan& defaults = {},
   each.template operator()<StrategyRegistry>("strategy", defaults.strategy, offered);
   if (!offered_with(offered, takes_codec).empty())
     each.template operator()<CodecRegistry>("codec", defaults.codec, any);
+  if (!offered_with(offered, has_servers).empty())
+    each.template operator()<PullCodecRegistry>("pull", defaults.pull, any);
   collect("data", "", defaults.data_controls, 0, flags);
   collect("run", "", defaults.run, 0, flags);
   flags.erase("--straggler");  // two fields behind one flag: added by hand
@@ -176,7 +179,7 @@ const char* group_of(const std::string& section) {
   if (section == "data") return "Data";
   if (section == "optimizer") return "Optimizer";
   if (section == "strategy") return "Strategy";
-  if (section == "codec") return "Compression";
+  if (section == "codec" || section == "pull") return "Compression";
   return "Run";
 }
 
@@ -275,24 +278,30 @@ std::unique_ptr<PlanFlags> PlanFlags::test_data(CLI::App& cmd) {
 PlanFlags::PlanFlags(CLI::App& cmd, const Keep& keep, const RunPlan& defaults, const StrategyFilter& offered) {
   const auto flags = all_flags(defaults, offered);
   const bool codecs = !offered_with(offered, takes_codec).empty();
+  const bool pulls = !offered_with(offered, has_servers).empty();
   auto any = [](const auto&) { return true; };
   for (const auto& [flag, section] : kNameFlags) {
     if (!keep(flag, section, false)) continue;
     std::string help;
     const std::string s = section;
     if (s == "codec" && !codecs) continue;  // no offered strategy compresses
+    if (s == "pull" && !pulls) continue;    // nor pulls from servers
     if (s == "model")
       help = kinds_help<ModelRegistry>("The model", any) + "\n  a path (model.pt): torchscript with that file";
     if (s == "data") help = kinds_help<DataRegistry>("The data set", any);
     if (s == "optimizer") help = kinds_help<OptimizerRegistry>("The optimizer", any);
     if (s == "strategy") help = kinds_help<StrategyRegistry>("How the workers synchronize", offered);
     if (s == "codec") help = kinds_help<CodecRegistry>("Gradient compression", any);
+    if (s == "pull")
+      help = kinds_help<PullCodecRegistry>(
+          ("What a parameter-server pull sends (" + offered_with(offered, has_servers) + ")").c_str(), any);
     std::string default_name;
     if (s == "model") default_name = ModelRegistry::name_of(defaults.model);
     if (s == "data") default_name = DataRegistry::name_of(defaults.data);
     if (s == "optimizer") default_name = OptimizerRegistry::name_of(defaults.optimizer);
     if (s == "strategy") default_name = StrategyRegistry::name_of(defaults.strategy);
     if (s == "codec") default_name = CodecRegistry::name_of(defaults.codec);
+    if (s == "pull") default_name = PullCodecRegistry::name_of(defaults.pull);
     const std::string name = flag;
     cmd.add_option_function<std::string>(
            name, [this, name](const std::string& text) { given_.emplace_back(name, text); },
@@ -355,6 +364,7 @@ RunPlan PlanFlags::apply(RunPlan plan, Problems& problems, bool other_strategies
     if (flag == "--optimizer") set_kind<OptimizerRegistry>(plan.optimizer, flag, text, "optimizer", problems);
     if (flag == "--strategy") set_kind<StrategyRegistry>(plan.strategy, flag, text, "strategy", problems);
     if (flag == "--compress") set_kind<CodecRegistry>(plan.codec, flag, text, "codec", problems);
+    if (flag == "--pull") set_kind<PullCodecRegistry>(plan.pull, flag, text, "pull codec", problems);
   }
   // A data set chosen without a model brings its own (bible: lstm).
   const auto given = [&](const char* name) {
@@ -393,6 +403,7 @@ RunPlan PlanFlags::apply(RunPlan plan, Problems& problems, bool other_strategies
     else if (section == "strategy")
       set_choice_field<StrategyRegistry>(plan.strategy, "strategy", flag, text, info, problems);
     else if (section == "codec") set_choice_field<CodecRegistry>(plan.codec, "codec", flag, text, info, problems);
+    else if (section == "pull") set_choice_field<PullCodecRegistry>(plan.pull, "pull", flag, text, info, problems);
   }
   return plan;
 }
@@ -414,6 +425,7 @@ bool PlanFlags::is_field(const std::string& field, const RunPlan& plan) {
   if (section == "optimizer") look_in(plan.optimizer);
   if (section == "strategy") look_in(plan.strategy);
   if (section == "codec") look_in(plan.codec);
+  if (section == "pull") look_in(plan.pull);
   if (section == "run") look(plan.run);
   return found;
 }
@@ -433,6 +445,7 @@ std::string PlanFlags::flag_of(const std::string& field, const RunPlan& plan) {
   if (section == "optimizer") kind = OptimizerRegistry::name_of(plan.optimizer);
   if (section == "strategy") kind = StrategyRegistry::name_of(plan.strategy);
   if (section == "codec") kind = CodecRegistry::name_of(plan.codec);
+  if (section == "pull") kind = PullCodecRegistry::name_of(plan.pull);
   if (name == "name") return flag_of(section, plan);
   return flag_for(section, kind, name);
 }

@@ -7,6 +7,7 @@
 
 #include "cli/path_option.hpp"
 #include "compress/codec_registry.hpp"
+#include "compress/pull_codec_registry.hpp"
 #include "core/error.hpp"
 #include "core/fields.hpp"
 #include "perfmodel/calibration.hpp"
@@ -29,6 +30,13 @@ double codec_bytes_per_value(const std::string& codec) {
   const auto bytes = dense_bytes_per_value(*choice);
   if (!bytes) throw Error("--codec " + codec + ": a sparse codec is modelled by --exchange allgather (--sparse-codec)");
   return *bytes;
+}
+
+// What a pulled parameter costs under a pull codec, at its defaults.
+double pull_codec_bytes_per_value(const std::string& codec) {
+  const auto choice = PullCodecRegistry::make(codec);
+  if (!choice) throw Error("--pull-codec: " + PullCodecRegistry::unknown("pull codec", codec));
+  return pull_bytes_per_value(*choice);
 }
 
 void check_sparse_codec(const std::string& codec) {
@@ -90,6 +98,11 @@ CLI::App* add_simulate_command(CLI::App& app, SimulateOptions& o) {
   cmd->add_option("--memory-bandwidth", o.memory_gbytes_s,
                   "hierarchical: a host's memory bandwidth, GB/s read plus written (bench allreduce's copy ceiling)");
   cmd->add_option("--codec", o.codec, "Dense exchanges: none, fp16 or int8");
+  cmd->add_option("--pull-codec", o.pull_codec,
+                  fmt::format("ps, ps-async: what a pull sends back, at the codec's defaults: none (fp32), fp16, "
+                              "int8 (one scale per {} values) or topk ({:g}% of the changes as index and value, a "
+                              "dense pull every {})",
+                              Int8PullOptions{}.chunk, 100 * TopkPullOptions{}.ratio, TopkPullOptions{}.refresh));
   cmd->add_option("--sparse-codec", o.sparse_codec, "allgather: dgc or topk, whose CPU cost --codec-costs gives");
   cmd->add_option("--codec-costs", o.codec_costs,
                   "Encode and decode time per value of each codec, from this ptrain bench compress --csv file")
@@ -119,6 +132,7 @@ int run_simulate_command(SimulateOptions& o) {
   base.latency_s = o.latency_us * 1e-6;
   base.bytes_per_value = codec_bytes_per_value(o.codec);
   base.summable = summed_on_the_wire(*CodecRegistry::make(o.codec));
+  base.pull_bytes_per_value = pull_codec_bytes_per_value(o.pull_codec);
   check_sparse_codec(o.sparse_codec);
   base.compute_per_sample_s = o.compute_per_sample_ms * 1e-3;
   base.memory_bytes_s = o.memory_gbytes_s * 1e9;

@@ -19,6 +19,7 @@ struct SimulateOptions {
   std::vector<std::string> exchanges = {"ring", "hd", "allgather", "ps"};
   std::string codec = "none";      // dense exchanges: none (fp32), fp16 or int8
   std::string sparse_codec = "dgc";  // allgather: the codec whose CPU cost --codec-costs gives
+  std::string pull_codec = "none";   // ps: what a pull sends back (compress/pull_codecs.hpp, with its defaults)
   std::string codec_costs;         // a `ptrain bench compress --csv` file
   std::string calibrate_report;    // a `ptrain train --report` file
   double calibrate_bandwidth_gbit = 1;

@@ -27,7 +27,9 @@ std::string mib(uint64_t bytes) {
 }
 
 // Staleness and what the servers dropped, from shard 0 (every shard applies the same gradients).
-void print_server_summary(const RunResult& result) {
+std::string kib(double bytes) { return fmt::format("{:.1f} KiB", bytes / 1024.0); }
+
+void print_server_summary(const RunPlan& plan, const RunResult& result) {
   const ServerStats& s = result.servers.front();
   fmt::print("  servers      {} shard(s), {} updates of {} gradients applied", result.servers.size(), s.updates,
              s.applied());
@@ -41,6 +43,13 @@ void print_server_summary(const RunResult& result) {
   for (size_t w = 0; w < result.worker_steps.size(); ++w)
     steps += fmt::format("{}{}", w ? " " : "", result.worker_steps[w]);
   fmt::print("  worker steps {}\n", steps);
+  const ServerTraffic traffic = server_traffic(result);
+  fmt::print("  traffic      {} pushed and {} pulled a step", kib(traffic.pushed_per_step()),
+             kib(traffic.pulled_per_step()));
+  if (compresses_pulls(plan.pull))
+    fmt::print(" (pull {}: {:.2f}x fewer bytes than dense, {} of {} pulls dense)", PullCodecRegistry::name_of(plan.pull),
+               traffic.pull_ratio(), traffic.pulled.dense_pulls, traffic.pulled.pulls);
+  fmt::print("\n");
   if (s.step_batches.bins.size() > 2) {  // a stale-gradient rule grew some steps' batches
     std::string sizes;
     for (size_t m = 1; m < s.step_batches.bins.size(); ++m)
@@ -88,7 +97,7 @@ void print_summary(const RunPlan& plan, const RunResult& result) {
     if (codec.refinements > 0) fmt::print(", {} threshold refinement(s)", codec.refinements);
     fmt::print("\n");
   }
-  if (!result.servers.empty()) print_server_summary(result);
+  if (!result.servers.empty()) print_server_summary(plan, result);
   for (const auto& why : result.left) fmt::print("  left         {}\n", why);
   for (const auto& r : result.recoveries)
     fmt::print("  {:<12} from {} with learning rate {:.6g}, after: {}\n", r.kind, r.from.empty() ? "the start" : r.from,

@@ -45,6 +45,7 @@ void validate_step_model(const StepModelConfig& c) {
   positive(c.compute_per_sample_s, "--compute-per-sample", 1e6, " s");
   positive(c.bandwidth_bits_s, "--bandwidth", 1e18, " bit/s");
   positive(c.bytes_per_value, "--bytes-per-value", 64, "");
+  positive(c.pull_bytes_per_value, "--pull-bytes-per-value", 64, "");
   positive(c.sparse_bytes_per_value, "--sparse-bytes-per-value", 64, "");
   if (!(c.latency_s >= 0) || !(c.latency_s <= 1e6))
     throw Error(fmt::format("--latency must be >= 0 and at most 1e6 s (got {:g} s)", c.latency_s));
@@ -129,16 +130,16 @@ double exchange_seconds(const StepModelConfig& c, size_t workers) {
       return (n - 1) * (c.latency_s + message / beta);
     }
     case ExchangeKind::ParameterServer: {
-      // Push (at the codec's bytes per value) then pull the fp32 parameters. A worker's link
+      // Push (at the codec's bytes per value) then pull the parameters (at the pull codec's). A worker's link
       // carries its own push and pull; each shard's link carries 1/S of every worker's.
       const double push = dense;
-      const double pull = c.parameters * 4;
+      const double pull = c.parameters * c.pull_bytes_per_value;
       const double per_worker = (push + pull) / beta;
       const double per_shard = n * (push + pull) / static_cast<double>(c.servers) / beta;
       return 2 * c.latency_s + std::max(per_worker, per_shard);
     }
     case ExchangeKind::AsyncParameterServer:  // the worker's own push and pull; the shards: shard_round_seconds
-      return 2 * c.latency_s + (c.parameters * c.bytes_per_value + c.parameters * 4) / beta;
+      return 2 * c.latency_s + (c.parameters * c.bytes_per_value + c.parameters * c.pull_bytes_per_value) / beta;
     case ExchangeKind::Pipeline: {  // the stage's share, by ring among the pipelines
       const double g = static_cast<double>(pipelines_of(c, workers));
       if (g < 2) return 0;
@@ -185,7 +186,7 @@ double codec_seconds(const StepModelConfig& c, size_t workers) {
 double shard_round_seconds(const StepModelConfig& c, size_t workers) {
   if (c.exchange != ExchangeKind::AsyncParameterServer) return 0;
   const double beta = c.bandwidth_bits_s / 8;
-  const double push = c.parameters * c.bytes_per_value, pull = c.parameters * 4;
+  const double push = c.parameters * c.bytes_per_value, pull = c.parameters * c.pull_bytes_per_value;
   return static_cast<double>(workers) * (push + pull) / static_cast<double>(c.servers) / beta;
 }
 

@@ -16,7 +16,7 @@ enum class ExchangeKind {
   RingAllreduce,     // dense: 2(N-1) steps of M/N bytes
   HalvingDoubling,   // dense: 2 log2(N) steps, the same 2(N-1)/N M bytes
   SparseAllgather,   // top-k / DGC: every worker's k values and indices to every other, (N-1) steps
-  ParameterServer,   // push to S shards (at bytes_per_value), pull the fp32 parameters back
+  ParameterServer,   // push to S shards (at bytes_per_value), pull the parameters back (at pull_bytes_per_value)
   // The same pushes and pulls without a barrier (async, and ssp when no worker
   // is s steps behind): a worker's step is its compute and its own exchange,
   // unless the shards' links are slower than that for N workers a round. A
@@ -51,6 +51,7 @@ struct StepModelConfig {
   double latency_s = 50e-6;        // per message
   ExchangeKind exchange = ExchangeKind::RingAllreduce;
   double bytes_per_value = 4;      // dense codecs: 4 (fp32), 2 (fp16), about 1 (int8)
+  double pull_bytes_per_value = 4; // ps: what a pulled parameter costs (the pull codec: 4 dense, 2 fp16, ...)
   // Whether the dense codec's wire form can be summed on the way (fp32, fp16).
   // int8's cannot: every worker's P values are all-gathered, (N-1) messages
   // of P x bytes_per_value a link, and each worker decodes N of them.

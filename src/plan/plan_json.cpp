@@ -123,7 +123,8 @@ json plan_to_json(const RunPlan& plan) {
   write_fields(plan.run, run);
   return {{"model", choice_json(plan.model)},       {"data", data},
           {"optimizer", choice_json(plan.optimizer)}, {"strategy", choice_json(plan.strategy)},
-          {"codec", choice_json(plan.codec)},         {"run", run}};
+          {"codec", choice_json(plan.codec)},         {"pull", choice_json(plan.pull)},
+          {"run", run}};
 }
 
 RunPlan plan_from_json(const json& j, RunPlan plan, const std::string& where, Problems& problems) {
@@ -142,11 +143,13 @@ RunPlan plan_from_json(const json& j, RunPlan plan, const std::string& where, Pr
     } else if (key == "optimizer") read_choice<OptimizerRegistry>(value, plan.optimizer, "optimizer", "optimizer", {}, found);
     else if (key == "strategy") read_choice<StrategyRegistry>(value, plan.strategy, "strategy", "strategy", {}, found);
     else if (key == "codec") read_choice<CodecRegistry>(value, plan.codec, "codec", "codec", {}, found);
+    else if (key == "pull") read_choice<PullCodecRegistry>(value, plan.pull, "pull", "pull codec", {}, found);
     else if (key == "run") {
       if (!value.is_object()) found.add("run", "expected an object, got " + value.dump());
       else read_fields(value, plan.run, "run.", {}, found);
     } else {
-      static constexpr std::array<std::string_view, 6> sections = {"model", "data", "optimizer", "strategy", "codec", "run"};
+      static constexpr std::array<std::string_view, 7> sections = {"model",  "data", "optimizer", "strategy",
+                                                                   "codec", "pull", "run"};
       const auto near = closest_name(key, sections);
       found.add(key, std::string("is not a section of a plan") + (near ? " (did you mean " + *near + "?)" : ""));
     }

@@ -52,6 +52,7 @@ Problems check_plan(const RunPlan& plan) {
   check_choice(plan.optimizer, "optimizer", problems);
   check_choice(plan.strategy, "strategy", problems);
   check_choice(plan.codec, "codec", problems);
+  check_choice(plan.pull, "pull", problems);
   check_field_ranges(plan.run, "run.", problems);
 
   const RunControls& run = plan.run;
@@ -64,6 +65,10 @@ Problems check_plan(const RunPlan& plan) {
     problems.add("codec", fmt::format(": one pipeline of {} stages exchanges no gradients to compress (got codec {}); "
                                       "the codec applies between pipelines (more workers than stages)",
                                       run.workers, CodecRegistry::name_of(plan.codec)));
+  if (compresses_pulls(plan.pull) && servers_of(plan.strategy) == 0)
+    problems.add("pull", fmt::format(": the {} strategy pulls no parameters from servers (got pull {}; the parameter "
+                                     "servers do: {})",
+                                     strategy, PullCodecRegistry::name_of(plan.pull), strategies_with_servers()));
   bool correction_required = false;
   if (takes_momentum(plan.codec, &correction_required) && correction_required &&
       !std::holds_alternative<MomentumOptions>(plan.optimizer))
@@ -160,7 +165,8 @@ Problems check_plan(const RunPlan& plan) {
 }
 
 Effective effective_optimizer_and_codec(const RunPlan& plan) {
-  Effective e{optimizer_config(plan.optimizer), CodecConfig{plan.codec, plan.run.seed, 0}};
+  Effective e{optimizer_config(plan.optimizer), CodecConfig{plan.codec, plan.run.seed, 0},
+              PullCodecConfig{plan.pull, plan.run.seed}};
   e.optimizer.schedule = LrSchedule{plan.run.lr_decay, plan.run.lr_milestones, plan.run.lr_gamma, plan.run.epochs};
   if (takes_momentum(plan.codec) && e.optimizer.kind == OptimizerKind::Momentum) {
     e.codec.momentum = e.optimizer.momentum;

@@ -1,6 +1,6 @@
 #pragma once
-// A run, typed: the model, the data, the optimizer, the strategy, the codec and
-// the run's controls. Each of the first five is a registry's choice (one of
+// A run, typed: the model, the data, the optimizer, the strategy, the codec,
+// the pull codec and the run's controls. Each of the first six is a registry's choice (one of
 // its options structs, with only its own fields), not a bag of every flag.
 // check() finds every impossible or inapplicable combination at once and
 // names the plan's fields ("strategy.backup"), never a command-line flag.
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "compress/codec_registry.hpp"
+#include "compress/pull_codec_registry.hpp"
 #include "core/fields.hpp"
 #include "core/problems.hpp"
 #include "data/data_registry.hpp"
@@ -204,6 +205,7 @@ struct RunPlan {
   OptimizerChoice optimizer = AdamOptions{};
   StrategyChoice strategy = HybridOptions{};
   CodecChoice codec = NoCompression{};
+  PullCodecChoice pull = DensePullOptions{};  // parameter servers: what a pull sends back
   RunControls run;
 };
 
@@ -220,6 +222,7 @@ Problems check_plan(const RunPlan& plan);
 struct Effective {
   OptimizerConfig optimizer;
   CodecConfig codec;
+  PullCodecConfig pull;
 };
 Effective effective_optimizer_and_codec(const RunPlan& plan);
 

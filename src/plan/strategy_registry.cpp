@@ -25,15 +25,22 @@ PTRAIN_STRATEGY_TRAIT(mpi_by_default, mpi_by_default)
 
 #undef PTRAIN_STRATEGY_TRAIT
 
-std::string strategies_with_checkpoints() {
+namespace {
+std::string strategies_with(bool (*trait)(const StrategyChoice&)) {
   std::vector<std::string> names;
   for (const auto name : StrategyRegistry::names())
-    if (checkpoints(*StrategyRegistry::make(name))) names.emplace_back(name);
+    if (trait(*StrategyRegistry::make(name))) names.emplace_back(name);
   std::string out;
   for (size_t i = 0; i < names.size(); ++i)
     out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
   return out;
 }
+}  // namespace
+
+std::string strategies_with_checkpoints() { return strategies_with(checkpoints); }
+std::string strategies_with_servers() { return strategies_with(has_servers); }
+
+bool has_servers(const StrategyChoice& s) { return servers_of(s) > 0; }
 
 int servers_of(const StrategyChoice& s) {
   return std::visit(

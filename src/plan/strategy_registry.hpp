@@ -43,7 +43,10 @@ bool runs_local_workers(const StrategyChoice& s);
 bool mpi_by_default(const StrategyChoice& s);
 // "hybrid, sequential, ...": the strategies that write checkpoints, for messages.
 std::string strategies_with_checkpoints();
+// "ps-sync, ps-backup, ssp and async": the strategies with parameter servers.
+std::string strategies_with_servers();
 int servers_of(const StrategyChoice& s);
+bool has_servers(const StrategyChoice& s);
 // A pipeline's stages among `workers` (the workers of one pipeline); 0 for the other strategies.
 int pipeline_stages_of(const StrategyChoice& s, int workers);
 void check_strategy(const StrategyChoice& s, int workers, const std::string& prefix, Problems& problems);

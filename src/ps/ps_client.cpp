@@ -11,7 +11,8 @@
 namespace ptrain {
 
 PsClient::PsClient(Communicator& comm, int workers, std::vector<ShardRange> ranges, const CodecConfig& codec,
-                   const FlatLayout& layout, std::string strategy, std::chrono::milliseconds patience)
+                   const PullCodecConfig& pull, const FlatLayout& layout, std::string strategy,
+                   std::chrono::milliseconds patience)
     : comm_(comm),
       workers_(workers),
       ranges_(std::move(ranges)),
@@ -23,6 +24,9 @@ PsClient::PsClient(Communicator& comm, int workers, std::vector<ShardRange> rang
   pulled_.assign(ranges_.size(), 0);
   if (compresses(codec.choice))
     for (const auto& r : ranges_) codecs_.push_back(make_codec(codec, codec_range(layout, r.begin, r.end), worker()));
+  if (compresses_pulls(pull.choice))
+    for (const auto& r : ranges_)
+      pull_decoders_.push_back(make_pull_codec(pull, codec_range(layout, r.begin, r.end), worker()));
 }
 
 void PsClient::send(size_t shard, const PsRequest& request, std::span<const std::byte> payload) {
@@ -64,19 +68,32 @@ PsDecision PsClient::begin() {
   return ps_header<PsDecision>(answers(1, "the go-ahead for a step").front(), "go-ahead");
 }
 
-void PsClient::pull(std::span<float> params, uint64_t min_version, uint64_t min_received) {
+void PsClient::pull(std::span<float> params, uint64_t min_version, uint64_t min_received, bool exact) {
   TimelineSpan span("pull");
-  for (size_t s = 0; s < ranges_.size(); ++s)
-    send(s, {PsRequestKind::Pull, static_cast<uint32_t>(worker()), min_version, min_received});
+  for (size_t s = 0; s < ranges_.size(); ++s) {
+    PsRequest request{PsRequestKind::Pull, static_cast<uint32_t>(worker()), min_version, min_received};
+    request.exact = exact ? 1 : 0;
+    send(s, request);
+  }
   const auto replies = answers(ranges_.size(), "parameters");
   for (size_t s = 0; s < ranges_.size(); ++s) {
-    const size_t bytes = ranges_[s].size() * sizeof(float);
-    if (replies[s].size() != sizeof(PsParamsHeader) + bytes)
-      throw Error(fmt::format("{}: server shard {} sent {} bytes of parameters; worker {} expected {}", strategy_,
-                              s, replies[s].size() - std::min(replies[s].size(), sizeof(PsParamsHeader)),
-                              worker(), bytes));
-    pulled_[s] = ps_header<PsParamsHeader>(replies[s], "parameters").version;
-    std::memcpy(params.data() + ranges_[s].begin, replies[s].data() + sizeof(PsParamsHeader), bytes);
+    const auto header = ps_header<PsParamsHeader>(replies[s], "parameters");
+    const auto payload = ps_payload(replies[s], sizeof(PsParamsHeader));
+    const auto mine = params.subspan(ranges_[s].begin, ranges_[s].size());
+    if (header.encoding == static_cast<uint32_t>(PullEncoding::Coded) && !pull_decoders_.empty()) {
+      TimelineSpan decoding("decode", "shard", static_cast<int64_t>(s));
+      pull_decoders_[s]->decode_add(Encoded{mine.size(), {payload.begin(), payload.end()}}, mine);
+    } else if (header.encoding == static_cast<uint32_t>(PullEncoding::Dense)) {
+      if (payload.size() != mine.size_bytes())
+        throw Error(fmt::format("{}: server shard {} sent {} bytes of parameters; worker {} expected {}", strategy_,
+                                s, payload.size(), worker(), mine.size_bytes()));
+      std::memcpy(mine.data(), payload.data(), payload.size());
+    } else {
+      throw Error(fmt::format("{}: server shard {} sent parameters in encoding {}, which worker {} does not {}",
+                              strategy_, s, header.encoding, worker(),
+                              pull_decoders_.empty() ? "take (its pulls are dense)" : "know"));
+    }
+    pulled_[s] = header.version;
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "comm/communicator.hpp"
 #include "compress/codec_registry.hpp"
+#include "compress/pull_codec_registry.hpp"
 #include "core/flat_layout.hpp"
 #include "core/state_stream.hpp"
 #include "ps/ps_protocol.hpp"
@@ -23,7 +24,8 @@ class PsClient {
   // `patience`: how long to wait for a shard's answer. Longer than the shards'
   // own timeout, so that a shard waiting on a missing worker names it first.
   PsClient(Communicator& comm, int workers, std::vector<ShardRange> ranges, const CodecConfig& codec,
-           const FlatLayout& layout, std::string strategy, std::chrono::milliseconds patience);
+           const PullCodecConfig& pull, const FlatLayout& layout, std::string strategy,
+           std::chrono::milliseconds patience);
 
   int worker() const { return comm_.rank(); }
   // Worker 0, before anyone's first step: every shard's initial parameters.
@@ -32,7 +34,10 @@ class PsClient {
   PsDecision begin();
   // Every shard's parameters into `params`, once the shard has taken `min_version`
   // updates and received `min_received` pushes. Remembers each shard's version.
-  void pull(std::span<float> params, uint64_t min_version, uint64_t min_received);
+  // With a pull codec a shard may send how its parameters changed since this
+  // worker's last pull, added to what `params` holds of its range, which must
+  // be what the last pull left there; `exact` asks for the dense parameters.
+  void pull(std::span<float> params, uint64_t min_version, uint64_t min_received, bool exact = false);
   uint64_t pulled_version(size_t shard) const { return pulled_[shard]; }
   // ps-backup: whether shard 0 takes this worker's gradient for `version`.
   bool claim(uint64_t version);
@@ -67,6 +72,7 @@ class PsClient {
   std::vector<ShardRange> ranges_;
   std::string strategy_;
   std::vector<std::unique_ptr<Codec>> codecs_;  // one per shard; empty without compression
+  std::vector<std::unique_ptr<Codec>> pull_decoders_;  // one per shard; empty for dense pulls
   std::vector<uint64_t> pulled_;
   std::chrono::milliseconds patience_;
 };

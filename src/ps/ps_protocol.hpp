@@ -15,7 +15,7 @@ namespace ptrain {
 
 enum class PsRequestKind : uint32_t {
   Begin = 1,   // to shard 0: may this worker take another step in this epoch?
-  Pull = 2,    // this shard's parameters, once it holds `version` updates and `received` pushes
+  Pull = 2,    // this shard's parameters (or their change), once it holds `version` updates and `received` pushes
   Claim = 3,   // to shard 0 (ps-backup): is my gradient for `version` among the first W - b?
   Push = 4,    // a gradient slice for `version` (payload: the codec's bytes, or raw floats)
   Leave = 5,   // the worker failed and leaves the run; `received` = 1 if it held an unpushed ticket
@@ -32,6 +32,7 @@ struct PsRequest {
   uint64_t version = 0;
   uint64_t received = 0;
   double epoch = 0;  // Push: epochs the worker had done, for the rate the shard applies (optim/lr_schedule.hpp)
+  uint32_t exact = 0;  // Pull: 1 = the dense parameters, whatever the pull codec (evaluation, the run's end)
 };
 
 // The answer to Begin and Claim.
@@ -43,9 +44,15 @@ struct PsDecision {
   uint64_t batches = 1;    // Begin with go = 1: the base batches this step takes (stale policy batch:K)
 };
 
-// The answer to Pull; followed by the shard's parameters as floats.
+// How the payload of a pull's answer is to be read.
+enum class PullEncoding : uint32_t { Dense = 0, Coded = 1 };
+
+// The answer to Pull; followed by the shard's parameters as floats, or by the
+// pull codec's encoding of their change since the worker's last pull
+// (ps/pull_encoder.hpp).
 struct PsParamsHeader {
   uint64_t version = 0;
+  uint32_t encoding = 0;  // PullEncoding: 0 dense floats, 1 coded change
 };
 
 // A header and its payload, as one message.

@@ -6,9 +6,11 @@
 
 namespace ptrain {
 
-// As 64-bit words: four counters, each histogram's length and bins, the left workers' count and ranks.
+// As 64-bit words: nine counters, each histogram's length and bins, the left workers' count and ranks.
 std::vector<std::byte> ServerStats::serialize() const {
-  std::vector<uint64_t> words = {updates, dropped_late, dropped_stale, max_clock_gap};
+  std::vector<uint64_t> words = {updates,       dropped_late,      dropped_stale,      max_clock_gap,
+                                 pushed_bytes,  pulled.pulls,      pulled.dense_pulls, pulled.dense_bytes,
+                                 pulled.wire_bytes};
   for (const CountHistogram* h : {&staleness, &step_batches}) {
     words.push_back(h->bins.size());
     words.insert(words.end(), h->bins.begin(), h->bins.end());
@@ -32,6 +34,8 @@ ServerStats ServerStats::deserialize(std::span<const std::byte> bytes) {
   };
   ServerStats s;
   s.updates = next(), s.dropped_late = next(), s.dropped_stale = next(), s.max_clock_gap = next();
+  s.pushed_bytes = next(), s.pulled.pulls = next(), s.pulled.dense_pulls = next();
+  s.pulled.dense_bytes = next(), s.pulled.wire_bytes = next();
   for (CountHistogram* h : {&s.staleness, &s.step_batches}) {
     const uint64_t bins = next();
     if (bins > words.size()) throw bad();
@@ -46,6 +50,19 @@ ServerStats ServerStats::deserialize(std::span<const std::byte> bytes) {
   }
   if (at != words.size()) throw bad();
   return s;
+}
+
+ServerTraffic server_traffic(std::span<const ServerStats> shards, uint64_t worker_steps) {
+  ServerTraffic t;
+  t.worker_steps = worker_steps;
+  for (const ServerStats& s : shards) {
+    t.pushed_bytes += s.pushed_bytes;
+    t.pulled.pulls += s.pulled.pulls;
+    t.pulled.dense_pulls += s.pulled.dense_pulls;
+    t.pulled.dense_bytes += s.pulled.dense_bytes;
+    t.pulled.wire_bytes += s.pulled.wire_bytes;
+  }
+  return t;
 }
 
 }  // namespace ptrain

@@ -11,6 +11,14 @@
 
 namespace ptrain {
 
+// What a shard sent the workers that pulled its range (ps/pull_encoder.hpp).
+struct PullCounts {
+  uint64_t pulls = 0;
+  uint64_t dense_pulls = 0;  // answered with the dense parameters (all of them without a pull codec)
+  uint64_t dense_bytes = 0;  // fp32 bytes of the parameters pulled
+  uint64_t wire_bytes = 0;   // payload bytes sent
+};
+
 struct ServerStats {
   CountHistogram staleness;         // gradients applied, by staleness
   uint64_t updates = 0;             // optimizer steps taken (versions)
@@ -19,6 +27,8 @@ struct ServerStats {
   uint64_t max_clock_gap = 0;       // ssp (shard 0): the largest lead of a starting worker over the slowest
   CountHistogram step_batches;      // ssp and async (shard 0): steps begun, by the base batches each took
   std::vector<uint32_t> left_workers;  // async: workers that failed and left, in order
+  uint64_t pushed_bytes = 0;        // payload bytes of the gradients pushed to the shard
+  PullCounts pulled;
 
   void record_staleness(uint64_t s) { staleness.record(s); }
   uint64_t applied() const { return staleness.total(); }  // gradients applied
@@ -31,5 +41,27 @@ struct ServerStats {
   // Throws ptrain::Error on a malformed message.
   static ServerStats deserialize(std::span<const std::byte> bytes);
 };
+
+// Every shard's bytes together, for the report and the terminal: what a
+// worker's step pushed and pulled, on average over all workers' steps.
+struct ServerTraffic {
+  uint64_t pushed_bytes = 0;
+  PullCounts pulled;
+  uint64_t worker_steps = 0;  // the steps of all workers together
+
+  double pushed_per_step() const { return per_step(pushed_bytes); }
+  double pulled_per_step() const { return per_step(pulled.wire_bytes); }
+  // Dense fp32 bytes over bytes sent (1 for dense pulls, or none).
+  double pull_ratio() const {
+    return pulled.wire_bytes > 0 ? static_cast<double>(pulled.dense_bytes) / static_cast<double>(pulled.wire_bytes)
+                                 : 1.0;
+  }
+
+ private:
+  double per_step(uint64_t bytes) const {
+    return worker_steps > 0 ? static_cast<double>(bytes) / static_cast<double>(worker_steps) : 0.0;
+  }
+};
+ServerTraffic server_traffic(std::span<const ServerStats> shards, uint64_t worker_steps);
 
 }  // namespace ptrain

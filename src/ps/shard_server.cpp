@@ -18,7 +18,8 @@ ShardServer::ShardServer(Communicator& comm, ShardConfig config, std::unique_ptr
       optimizer_(make_optimizer(config_.optimizer, config_.range.size())),
       decoder_(make_codec(config_.codec, config_.codec_range, 0)),
       params_(config_.range.size()),
-      sum_(config_.range.size()) {
+      sum_(config_.range.size()),
+      pulls_(config_.pull, config_.codec_range, config_.workers) {
   if (comm_.size() < config_.workers + 1 || config_.shard < 0 || config_.workers + config_.shard >= comm_.size())
     throw Error(fmt::format("{}: shard {} does not fit a group of {} with {} workers", config_.strategy,
                             config_.shard, comm_.size(), config_.workers));
@@ -47,7 +48,7 @@ void ShardServer::serve() {
       throw Error(fmt::format("{}: server shard {}: rank {} sent a request as worker {}", config_.strategy,
                               config_.shard, message->from, request.worker));
     if (request.kind == PsRequestKind::Finish) {
-      ServerStats stats = stats_;
+      ServerStats stats = this->stats();
       if (coordinator_) coordinator_->add_stats(stats);
       const auto bytes = stats.serialize();
       reply(message->from, bytes);
@@ -67,7 +68,7 @@ void ShardServer::handle(int from, std::vector<std::byte>&& message) {
         throw Error(fmt::format("{}: server shard {} holds {} parameters but worker {} sent {} bytes of them",
                                 config_.strategy, config_.shard, params_.size(), from, payload.size()));
       std::memcpy(params_.data(), payload.data(), payload.size());
-      params_message_.clear();
+      pulls_.parameters_changed();
       initialized_ = true;
       return;
     case PsRequestKind::Begin:
@@ -129,6 +130,7 @@ void ShardServer::push(const PsRequest& request, std::vector<std::byte>&& messag
     throw Error(fmt::format("{}: worker {} pushed a gradient to server shard {} for epoch {}", config_.strategy, worker,
                             config_.shard, request.epoch));
   received_++;
+  stats_.pushed_bytes += payload.size();
   if (coordinator_) coordinator_->pushed(worker, config_.aggregated ? 0 : staleness_of(request));
   if (!config_.aggregated) return apply_one(request, payload);
   if (request.version != version_)
@@ -151,7 +153,7 @@ void ShardServer::apply_aggregated() {
   // One update from the same step of every worker: the same epoch in each push.
   optimizer_->set_lr(lr_at(config_.optimizer, ps_header<PsRequest>(collected_.begin()->second, "push").epoch));
   optimizer_->step(params_, sum_);
-  params_message_.clear();
+  pulls_.parameters_changed();
   version_++;
   stats_.updates++;
   for (size_t i = 0; i < collected_.size(); ++i) stats_.record_staleness(0);
@@ -174,7 +176,7 @@ void ShardServer::apply_one(const PsRequest& request, std::span<const std::byte>
   decode_into(payload, sum_, static_cast<int>(request.worker));
   optimizer_->set_lr(static_cast<float>(lr_at(config_.optimizer, request.epoch) * scale));  // x1 is exact
   optimizer_->step(params_, sum_);
-  params_message_.clear();
+  pulls_.parameters_changed();
   version_++;
   stats_.updates++;
   stats_.record_staleness(staleness);
@@ -218,9 +220,9 @@ void ShardServer::answer_held() {
       ++i;
       continue;
     }
-    const int worker = held_pulls_[i].worker;
+    const HeldPull pull = held_pulls_[i];
     held_pulls_.erase(held_pulls_.begin() + static_cast<std::ptrdiff_t>(i));
-    answer_pull(worker);
+    answer_pull(pull);
   }
   // A checkpoint waits for every push it counts, and for their update.
   for (size_t i = 0; i < held_saves_.size();) {
@@ -242,7 +244,8 @@ std::vector<std::byte> ShardServer::save_state() const {
   if (decoder_) decoder_->save_state(out);
   out.put_value("shard.version", version_);
   out.put_value("shard.received", received_);
-  out.put("shard.stats", stats_.serialize());
+  out.put("shard.stats", stats().serialize());
+  pulls_.save_state(out);
   if (coordinator_) coordinator_->save_state(out);
   return out.take();
 }
@@ -262,16 +265,22 @@ void ShardServer::load_state(std::span<const std::byte> state, int from) {
   version_ = in.take_value<uint64_t>("shard.version");
   received_ = in.take_value<uint64_t>("shard.received");
   stats_ = ServerStats::deserialize(in.take_vector<std::byte>("shard.stats"));
+  pulls_.set_counts(stats_.pulled);
+  pulls_.load_state(in);
   if (coordinator_) coordinator_->load_state(in);
   in.expect_end();
-  params_message_.clear();
+  pulls_.parameters_changed();
   initialized_ = true;
 }
 
-void ShardServer::answer_pull(int worker) {
-  if (params_message_.empty())
-    params_message_ = ps_message(PsParamsHeader{version_}, std::as_bytes(std::span<const float>(params_)));
-  reply(worker, params_message_);
+void ShardServer::answer_pull(const HeldPull& pull) {
+  reply(pull.worker, pulls_.reply(pull.worker, params_, version_, pull.request.exact != 0));
+}
+
+ServerStats ShardServer::stats() const {
+  ServerStats stats = stats_;
+  stats.pulled = pulls_.counts();
+  return stats;
 }
 
 void ShardServer::reply(int worker, std::span<const std::byte> message) { comm_.send(worker, kTagPsReply, message); }

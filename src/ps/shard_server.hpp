@@ -22,6 +22,7 @@
 #include "compress/codec_registry.hpp"
 #include "optim/optimizer.hpp"
 #include "ps/ps_protocol.hpp"
+#include "ps/pull_encoder.hpp"
 #include "ps/server_stats.hpp"
 #include "ps/shard_ranges.hpp"
 #include "ps/step_coordinator.hpp"
@@ -39,6 +40,7 @@ struct ShardConfig {
   OptimizerConfig optimizer;
   CodecConfig codec;       // to decode what the workers' codecs encoded
   CodecRange codec_range;  // this shard's range, as the workers' codecs see it
+  PullCodecConfig pull;    // what a pull sends: the dense parameters, or their change through a codec
   bool aggregated = true;           // false: one by one
   size_t gradients_per_update = 1;  // aggregated: W (ps-sync) or W - b (ps-backup)
   StalenessRule staleness_rule;  // one-by-one mode; empty: every gradient at full scale
@@ -72,7 +74,9 @@ class ShardServer {
   // counters, statistics, shard 0's coordinator), and back.
   std::vector<std::byte> save_state() const;
   void load_state(std::span<const std::byte> state, int from);
-  void answer_pull(int worker);
+  void answer_pull(const HeldPull& pull);
+  // The statistics so far, with what the pulls sent.
+  ServerStats stats() const;
   void answer_held();
   void reply(int worker, std::span<const std::byte> message);
   std::string waiting_for() const;
@@ -88,9 +92,8 @@ class ShardServer {
   uint64_t received_ = 0;  // pushes (and unpushed tickets of workers that left)
   // Aggregated mode: the push requests (header and payload) for the current version, by worker.
   std::map<int, std::vector<std::byte>> collected_;
-  // The parameters as a pull reply, built once for every worker that pulls
-  // them; emptied whenever the parameters change.
-  std::vector<std::byte> params_message_;
+  // What each pull sends (and, with a pull codec, what each worker holds).
+  PullEncoder pulls_;
   std::vector<HeldPull> held_pulls_;
   std::vector<HeldPull> held_saves_;
   std::vector<int> held_begins_;

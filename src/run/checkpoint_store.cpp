@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kPartMagic = "PTRNPART";
 constexpr std::string_view kManifestMagic = "PTRNCKPT";
-constexpr uint32_t kFormat = 2;  // 2: a worker's part counts the base batches it drew
+constexpr uint32_t kFormat = 3;  // 2: a worker's part counts the base batches it drew; 3: a shard's statistics count the bytes pushed and pulled
 
 // CRC-32 of `bytes`, going on from `crc`, that of the bytes before them (0: none).
 uint32_t crc_of(std::span<const std::byte> bytes, uint32_t crc = 0) {

@@ -190,13 +190,24 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
           {"step_batches_histogram", s.step_batches.bins},
           {"worker_steps", r.worker_steps},
           {"left", r.left}};
+    const ServerTraffic traffic = server_traffic(r);
+    ps["bytes_pushed"] = traffic.pushed_bytes;
+    ps["bytes_pulled"] = traffic.pulled.wire_bytes;
+    ps["bytes_pulled_dense"] = traffic.pulled.dense_bytes;
+    ps["bytes_pushed_per_step"] = traffic.pushed_per_step();
+    ps["bytes_pulled_per_step"] = traffic.pulled_per_step();
+    ps["pull_ratio"] = traffic.pull_ratio();
+    ps["pulls"] = traffic.pulled.pulls;
+    ps["dense_pulls"] = traffic.pulled.dense_pulls;
     auto& shards = ps["per_shard"] = nlohmann::json::array();
     for (const auto& shard : r.servers)
       shards.push_back({{"updates", shard.updates},
                         {"gradients_applied", shard.applied()},
                         {"dropped_stale", shard.dropped_stale},
                         {"staleness_mean", shard.mean_staleness()},
-                        {"staleness_max", shard.max_staleness()}});
+                        {"staleness_max", shard.max_staleness()},
+                        {"bytes_pushed", shard.pushed_bytes},
+                        {"bytes_pulled", shard.pulled.wire_bytes}});
   }
   if (!r.pipeline.empty()) report["pipeline"] = pipeline_json(r.pipeline);
   if (r.shared_memory) report["shared_memory"] = shared_memory_json(*r.shared_memory);

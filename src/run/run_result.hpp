@@ -95,4 +95,11 @@ inline size_t tokens_per_sample(const RunResult& r) {
   return n;
 }
 
+// The parameter servers' bytes, per step of any worker (empty without servers).
+inline ServerTraffic server_traffic(const RunResult& r) {
+  uint64_t steps = 0;
+  for (const size_t s : r.worker_steps) steps += s;
+  return server_traffic(r.servers, steps);
+}
+
 }  // namespace ptrain

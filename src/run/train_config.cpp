@@ -11,6 +11,7 @@ TrainConfig train_config(const RunPlan& plan, int workers) {
   c.make_strategy = strategy_factory_of(plan.strategy);
   c.strategy.optimizer = effective.optimizer;
   c.strategy.codec = effective.codec;
+  c.strategy.pull = effective.pull;
   c.strategy.time_limit_seconds = run.time_limit;
   c.workers = workers;
   c.batch = run.batch;

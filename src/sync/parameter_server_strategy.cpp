@@ -79,6 +79,7 @@ void ParameterServerGroup::serve(Communicator& with_servers, int shard, const Fl
   c.optimizer = config_.optimizer;
   c.codec = config_.codec;
   c.codec_range = codec_range(layout, range.begin, range.end);
+  c.pull = config_.pull;
   c.aggregated = mode_.aggregated;
   c.gradients_per_update = static_cast<size_t>(workers_ - mode_.backup);
   c.staleness_rule = staleness_rule(mode_.stale_policy);
@@ -102,8 +103,8 @@ ParameterServerWorker::ParameterServerWorker(const ParameterServerGroup& group, 
                                              Communicator& with_servers)
     : group_(group),
       model_(model),
-      client_(with_servers, group.workers_, group.ranges_, group.config_.codec, model.layout(), group.mode_.name,
-              2 * group.config_.timeout) {
+      client_(with_servers, group.workers_, group.ranges_, group.config_.codec, group.config_.pull, model.layout(),
+              group.mode_.name, 2 * group.config_.timeout) {
   with_servers.set_waiting(Communicator::Waiting::Nap);  // a worker mostly waits for its shards
 }
 
@@ -183,7 +184,10 @@ float ParameterServerWorker::step(const Batch& batch, const StepInfo& info) {
   return loss;
 }
 
-void ParameterServerWorker::sync_for_evaluation() { client_.pull(model_.params(), 0, epoch_received_); }
+// Evaluation, and the model the run ends with, see the shards' exact parameters.
+void ParameterServerWorker::sync_for_evaluation() {
+  client_.pull(model_.params(), 0, epoch_received_, /*exact=*/true);
+}
 
 bool ParameterServerWorker::diverged() {
   if (group_.mode_.workers_may_leave) return leave();

@@ -55,6 +55,11 @@ TEST(PtrainCli, ImpossibleOptionsAreOneLineErrors) {
       {"--strategy async --stale-policy drop:x", "--stale-policy expected none, drop:T"},
       {"--strategy ps-sync --stale-policy scale", "--stale-policy: strategy ps-sync has no such option (it is for strategy ssp, async)"},
       {"--strategy ssp --async-lr-divide", "--async-lr-divide: strategy ssp has no such option"},
+      {"--pull fp16", "--pull: the hybrid strategy pulls no parameters from servers (got pull fp16"},
+      {"--strategy ps-sync --pull zip", "--pull: unknown pull codec 'zip'"},
+      {"--strategy async --pull topk --pull-topk-ratio 0", "--pull-topk-ratio must be in (0, 1] (got 0)"},
+      {"--strategy ssp --pull-topk-refresh 5", "--pull-topk-refresh: pull none has no such option (it is for pull topk)"},
+      {"--strategy ps-sync --pull int8 --pull-int8-chunk 0", "--pull-int8-chunk must be at least 1 (got 0)"},
       {"--strategy hybrid --time-limit 5", "--time-limit applies to the strategies that stop on time"},
       {"--momentum 0.5", "--momentum: optimizer adam has no such option (it is for optimizer momentum, nesterov)"},
       {"--optimizer sgd --beta1 0.5", "--beta1: optimizer sgd has no such option"},
@@ -454,6 +459,39 @@ TEST(PtrainCli, MpirunRunsParameterServerShardsAsRanks) {
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.err.find("--servers 2: mpirun started 2 ranks, which leaves no worker"), std::string::npos)
       << none.err;
+}
+
+// Compressed pulls on Fashion-MNIST: the dense pulls' accuracy, the pulled
+// bytes cut by the codec's ratio, in the report and on the terminal; and the
+// same bits as ranks as on threads.
+TEST(PtrainCli, CompressedPullsTrainFashionMnistAsDensePullsDo) {
+  if (!std::filesystem::exists(test::kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed";
+  test::ScratchDir dir;
+  const std::string args =
+      " --strategy ps-sync --workers 2 --train-samples 4096 --test-samples 1000 --epochs 1 --batch 32 --report ";
+  const Outcome dense = run_ptrain("train" + args + dir.file("none.json"));
+  ASSERT_EQ(dense.exit_code, 0) << dense.err;
+  EXPECT_NE(dense.out.find("pulled a step\n"), std::string::npos) << dense.out;
+  const auto dense_report = test::read_json(dir.file("none.json"));
+  const double dense_accuracy = dense_report["summary"]["final_test_accuracy"].get<double>();
+  const double dense_pulled = dense_report["parameter_server"]["bytes_pulled_per_step"].get<double>();
+  EXPECT_DOUBLE_EQ(dense_report["parameter_server"]["pull_ratio"].get<double>(), 1.0);
+  for (const auto& [pull, ratio] : std::vector<std::pair<std::string, double>>{{"fp16", 1.9}, {"int8", 3.5}}) {
+    const Outcome o = run_ptrain("train --pull " + pull + args + dir.file(pull + ".json"));
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_NE(o.out.find("(pull " + pull + ": "), std::string::npos) << o.out;
+    const auto report = test::read_json(dir.file(pull + ".json"));
+    EXPECT_EQ(report["plan"]["pull"]["name"], pull);
+    EXPECT_NEAR(report["summary"]["final_test_accuracy"].get<double>(), dense_accuracy, 0.015) << pull;
+    EXPECT_GT(report["parameter_server"]["pull_ratio"].get<double>(), ratio) << pull;
+    EXPECT_LT(report["parameter_server"]["bytes_pulled_per_step"].get<double>(), dense_pulled / ratio) << pull;
+    EXPECT_EQ(report["parameter_server"]["bytes_pushed_per_step"], dense_report["parameter_server"]["bytes_pushed_per_step"]);
+  }
+  if (std::system("command -v mpirun >/dev/null") != 0) GTEST_SKIP() << "no mpirun";
+  const Outcome ranks = run_ptrain_with_env(std::string(kMpirun) + " -np 3", "train --pull int8" + args + dir.file("mpi.json"));
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  EXPECT_EQ(report_field(dir.file("mpi.json"), "summary", "final_params_fnv1a64"),
+            report_field(dir.file("int8.json"), "summary", "final_params_fnv1a64"));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "compress/codec_registry.hpp"
+#include "compress/pull_codec_registry.hpp"
 #include "perfmodel/calibration.hpp"
 #include "perfmodel/codec_costs.hpp"
 #include "test_support.hpp"
@@ -134,6 +135,22 @@ TEST(StepTimeModel, ParameterServerIsBoundByTheBusierLink) {
   EXPECT_NEAR(exchange_seconds(c, 4), 2 * 50e-6 + 0.064, 1e-12);
   c.bytes_per_value = 2;  // fp16 pushes: 2e6 + 4e6 bytes
   EXPECT_NEAR(exchange_seconds(c, 4), 2 * 50e-6 + 0.048, 1e-12);
+  c.pull_bytes_per_value = 1;  // and int8-like pulls: 2e6 + 1e6 bytes
+  EXPECT_NEAR(exchange_seconds(c, 4), 2 * 50e-6 + 0.024, 1e-12);
+}
+
+TEST(StepTimeModel, PullCodecsCutWhatEachShardsLinkCarriesAWorkerRound) {
+  auto c = hand_case(ExchangeKind::AsyncParameterServer);
+  c.servers = 2;
+  // 4 workers' pushes (4e6 bytes) and fp16 pulls (2e6): 4 x 6e6 / 2 / 1.25e8 = 0.096 s a round.
+  c.pull_bytes_per_value = pull_bytes_per_value(Fp16PullOptions{});
+  EXPECT_NEAR(shard_round_seconds(c, 4), 0.096, 1e-12);
+  // Top-k pulls: 10% of the values as 8-byte pairs, a dense pull every 50: 0.8 x 49/50 + 4/50 bytes a value.
+  TopkPullOptions topk;
+  EXPECT_NEAR(pull_bytes_per_value(topk), (0.8 * 49 + 4) / 50, 1e-12);
+  topk.refresh = 0;
+  EXPECT_NEAR(pull_bytes_per_value(topk), 0.8, 1e-12);
+  EXPECT_DOUBLE_EQ(pull_bytes_per_value(DensePullOptions{}), 4.0);
 }
 
 TEST(StepTimeModel, AsyncParameterServerWaitsForNobodyButTheShardsLinks) {

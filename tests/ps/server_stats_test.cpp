@@ -101,6 +101,8 @@ TEST(ServerStats, SerializeDeserializeRoundTrips) {
   s.max_clock_gap = 4;
   s.left_workers = {3, 1};
   s.step_batches.bins = {0, 9, 2};
+  s.pushed_bytes = 5;
+  s.pulled = {6, 7, 8, 9};
   const ServerStats back = ServerStats::deserialize(s.serialize());
   EXPECT_EQ(back.staleness.bins, s.staleness.bins);
   EXPECT_EQ(back.step_batches.bins, s.step_batches.bins);
@@ -109,6 +111,11 @@ TEST(ServerStats, SerializeDeserializeRoundTrips) {
   EXPECT_EQ(back.dropped_stale, 3u);
   EXPECT_EQ(back.max_clock_gap, 4u);
   EXPECT_EQ(back.left_workers, (std::vector<uint32_t>{3, 1}));  // in order
+  EXPECT_EQ(back.pushed_bytes, 5u);
+  EXPECT_EQ(back.pulled.pulls, 6u);
+  EXPECT_EQ(back.pulled.dense_pulls, 7u);
+  EXPECT_EQ(back.pulled.dense_bytes, 8u);
+  EXPECT_EQ(back.pulled.wire_bytes, 9u);
 
   const ServerStats empty = ServerStats::deserialize(ServerStats{}.serialize());
   EXPECT_TRUE(empty.staleness.bins.empty());
@@ -139,17 +146,18 @@ TEST(ServerStats, DeserializeRejectsMalformedMessages) {
   expect_malformed(bytes_of(trailing), "a trailing word");
 
   // Lengths that promise more than the message holds (and must not allocate them).
+  constexpr size_t kHistogram = 9;  // the staleness histogram's length, after the nine counters
   auto huge_histogram = words_of(good);
-  huge_histogram[4] = std::numeric_limits<uint64_t>::max();
+  huge_histogram[kHistogram] = std::numeric_limits<uint64_t>::max();
   expect_malformed(bytes_of(huge_histogram), "histogram length 2^64 - 1");
   auto long_histogram = words_of(good);
-  long_histogram[4] = 4;  // one bin more than there is: the left count is read as a bin
+  long_histogram[kHistogram] = 4;  // one bin more than there is: the left count is read as a bin
   expect_malformed(bytes_of(long_histogram), "histogram length one over");
   auto huge_left = words_of(good);
-  huge_left[8] = uint64_t{1} << 62;
+  huge_left[kHistogram + 4] = uint64_t{1} << 62;
   expect_malformed(bytes_of(huge_left), "left count 2^62");
   auto short_histogram = words_of(good);
-  short_histogram[4] = 2;  // one bin less: a word is left over
+  short_histogram[kHistogram] = 2;  // one bin less: a word is left over
   expect_malformed(bytes_of(short_histogram), "histogram length one under");
 }
 

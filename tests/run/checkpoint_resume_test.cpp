@@ -139,6 +139,20 @@ TEST(CheckpointResume, PsSyncWithEveryCodecEndsWithTheSameBits) {
     }
 }
 
+// With a pull codec each shard's copy of what every worker holds is in its
+// checkpoint: the resumed pulls send the changes the uninterrupted run sent.
+TEST(CheckpointResume, PsSyncWithEveryPullCodecEndsWithTheSameBits) {
+  for (auto pull : PullCodecRegistry::names()) {
+    RunPlan plan = resumable_plan();
+    PsSyncOptions ps;
+    ps.servers = 2;
+    plan.strategy = ps;
+    plan.pull = *PullCodecRegistry::make(pull);
+    if (auto* topk = std::get_if<TopkPullOptions>(&plan.pull)) topk->ratio = 0.2, topk->refresh = 3;
+    expect_exact_resume(plan, fmt::format("ps-sync, pull {}", pull));
+  }
+}
+
 // The strategies whose workers take different steps checkpoint at epoch ends.
 // A run that stops after one epoch with its checkpoint, resumed for a second,
 // goes on from the shards' state (versions, statistics, clocks) and learns.

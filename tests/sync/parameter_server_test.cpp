@@ -184,6 +184,54 @@ TEST(PsSync, PushesGoThroughTheCodecOfEachShard) {
   for (const auto& c : sparse.codec) EXPECT_EQ(c.selected, 20u * 2u);  // a pair per step and shard
 }
 
+// Compressed pulls on a model that learns: the test accuracy of dense pulls,
+// and the bytes the shards sent cut by the codec's ratio.
+TEST(PsPulls, CompressedPullsTrainAsDenseOnesDoWithFewerBytes) {
+  const Dataset data = make_gaussian_clusters(1200, 13, 5, 3);
+  const Dataset& test_set = data;  // the clusters of one seed
+  TrainConfig dense = ps_config("ps-sync", 3, 2);
+  dense.epochs = 2;
+  const RunResult expected = train(dense, data, &test_set, test::softmax_factory(data));
+  const auto dense_traffic = server_traffic(expected);
+  EXPECT_DOUBLE_EQ(dense_traffic.pull_ratio(), 1.0);
+  EXPECT_EQ(dense_traffic.pulled.dense_pulls, dense_traffic.pulled.pulls);
+  TopkPullOptions topk;
+  topk.ratio = 0.25;
+  topk.refresh = 10;
+  const std::vector<std::pair<PullCodecChoice, double>> codecs = {
+      {Fp16PullOptions{}, 1.8}, {Int8PullOptions{}, 3.0}, {topk, 1.4}};
+  for (const auto& [choice, min_ratio] : codecs) {
+    const std::string name(PullCodecRegistry::name_of(choice));
+    TrainConfig c = dense;
+    c.strategy.pull.choice = choice;
+    const RunResult r = train(c, data, &test_set, test::softmax_factory(data));
+    ASSERT_EQ(r.epochs.size(), 2u) << name;
+    EXPECT_NEAR(r.epochs.back().test_accuracy, expected.epochs.back().test_accuracy, 0.02) << name;
+    EXPECT_GT(r.epochs.back().test_accuracy, 0.5) << name;
+    const auto traffic = server_traffic(r);
+    EXPECT_EQ(traffic.pulled.pulls, dense_traffic.pulled.pulls) << name;
+    EXPECT_EQ(traffic.pulled.dense_bytes, dense_traffic.pulled.dense_bytes) << name;
+    EXPECT_GT(traffic.pull_ratio(), min_ratio) << name;
+    EXPECT_EQ(traffic.pushed_bytes, dense_traffic.pushed_bytes) << name << ": pushes stay dense";
+    // Every worker's first pull, and the exact ones before evaluation and at the end, are dense.
+    EXPECT_GE(traffic.pulled.dense_pulls, 3u) << name;
+    EXPECT_LT(traffic.pulled.dense_pulls, traffic.pulled.pulls / 2) << name;
+    // ps-sync stays deterministic with them.
+    EXPECT_EQ(train(c, data, &test_set, test::softmax_factory(data)).final_params, r.final_params) << name;
+  }
+}
+
+TEST(PsPulls, AsyncWorkersEachKeepTheirOwnViewThroughInt8Pulls) {
+  const Dataset data = make_gaussian_clusters(1200, 13, 5, 3);
+  const Dataset& test_set = data;  // the clusters of one seed
+  TrainConfig c = ps_config("async", 3, 1);
+  c.epochs = 2;
+  c.strategy.pull.choice = Int8PullOptions{};
+  const RunResult r = train(c, data, &test_set, test::softmax_factory(data));
+  EXPECT_GT(r.epochs.back().test_accuracy, 0.5);
+  EXPECT_GT(server_traffic(r).pull_ratio(), 3.0);
+}
+
 TEST(Async, DropPolicyDropsExactlyTheGradientsStalerThanT) {
   const Dataset data = make_gaussian_clusters(640, 3, 2, 4);
   TrainConfig c = one_hot_config("async", 4, 1);
