@@ -27,6 +27,29 @@ TEST(PtrainSimulateCli, TabulatesWorkersAndExchangesIntoCsv) {
   EXPECT_EQ(rows, 1u + 2 * 3 * 2);  // header, 2 bandwidths x 3 worker counts x 2 exchanges
 }
 
+// The exchange_ms column of the one row a CSV holds.
+std::string exchange_ms(const std::string& csv_path) {
+  std::ifstream csv(csv_path);
+  std::string header, row;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  for (int column = 0; column < 5; ++column) row = row.substr(row.find(',') + 1);
+  return row.substr(0, row.find(','));
+}
+
+// A pull codec shrinks the pulls the shard's link carries: 4 workers' pushes
+// (4e6 bytes each) and pulls (4e6 dense, 2e6 as fp16) over one 1 Gbit/s link.
+TEST(PtrainSimulateCli, APullCodecShrinksTheParameterServersPulls) {
+  test::ScratchDir dir;
+  const std::string args = "simulate --parameters 1e6 --compute-per-sample 1 --batch 32 --workers 4 --bandwidth 1 "
+                           "--exchange ps --latency 0 --csv " + dir.file("s.csv");
+  ASSERT_EQ(run_ptrain(args).exit_code, 0);
+  EXPECT_EQ(exchange_ms(dir.file("s.csv")), "256.000000");
+  const Outcome fp16 = run_ptrain(args + " --pull-codec fp16");
+  ASSERT_EQ(fp16.exit_code, 0) << fp16.err;
+  EXPECT_EQ(exchange_ms(dir.file("s.csv")), "192.000000");
+}
+
 TEST(PtrainSimulateCli, CalibratesFromARunReport) {
   test::ScratchDir dir;
   std::ofstream(dir.file("run.json")) << R"({"run": {"parameters": 1000000, "workers": 4}, "plan": {"run": {"batch": 32}},
@@ -63,6 +86,7 @@ TEST(PtrainSimulateCli, ImpossibleOptionsAreOneLineErrors) {
       {"simulate --exchange allgather --codec-costs /no/such.csv", "--codec-costs /no/such.csv: no such file"},
       {"simulate --cores-per-rank 0", "--cores-per-rank must be > 0"},
       {"simulate --sparse-codec zip", "--sparse-codec"},
+      {"simulate --pull-codec zip", "--pull-codec: unknown pull codec 'zip'"},
   };
   test::expect_one_line_errors(cases);
 }
