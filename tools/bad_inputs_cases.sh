@@ -540,6 +540,9 @@ new_case; printf '<topology><object type=' >t.xml
 expect placement "--topology a truncated XML file" 2 "--topology" -- "$ptrain" train @SHORT@ --topology t.xml
 new_case; : >t.xml
 expect placement "--topology an empty XML file" 2 "--topology" -- "$ptrain" train @SHORT@ --topology t.xml
+new_case; $py -c "import sys; n = 100000; sys.stdout.write('<topology>' + '<object>' * n + '</object>' * n + '</topology>')" >t.xml
+expect placement "--topology an XML file nested 100000 deep (hwloc's reader would recurse)" 2 "--topology" -- \
+  "$ptrain" train @SHORT@ --topology t.xml
 new_case; mkfifo t.xml
 expect -q placement "--topology a FIFO (refused, not waited on)" 2 "--topology" -- \
   "$ptrain" train @SHORT@ --topology t.xml

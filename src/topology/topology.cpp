@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -34,6 +35,27 @@ double synthetic_pus(const std::string& text) {
     if (arity > 0) pus *= arity;
   }
   return pus;
+}
+
+// hwloc's XML reader descends one call per nested element: a file nested
+// deeper than any machine (a few levels: package, cache, core, PU) would
+// overflow the stack, so it is refused before hwloc reads it.
+constexpr int kDeepestXml = 256;
+
+// How deep the elements of `text` nest, as far as tags say (<a>, </a>, <a/>).
+int xml_depth(const std::string& text) {
+  int depth = 0, deepest = 0;
+  for (size_t at = text.find('<'); at != std::string::npos; at = text.find('<', at + 1)) {
+    const char next = at + 1 < text.size() ? text[at + 1] : '\0';
+    if (next == '/') {
+      --depth;
+    } else if (next != '?' && next != '!') {
+      const size_t end = text.find('>', at);
+      if (end == std::string::npos) break;
+      if (text[end - 1] != '/') deepest = std::max(deepest, ++depth);
+    }
+  }
+  return deepest;
 }
 
 bool is_xml_path(const std::string& source) { return source.size() >= 4 && source.ends_with(".xml"); }
@@ -83,6 +105,8 @@ std::shared_ptr<const Topology> Topology::load(const std::string& source) {
   if (is_xml_path(source)) {
     // Read here, as every input file is (a FIFO refused, not waited on); hwloc parses the text.
     const std::string text = read_input_file(source, kMostXmlBytes, "an hwloc XML topology", shown);
+    if (xml_depth(text) > kDeepestXml)
+      throw Error(fmt::format("{}: its elements nest more than {} deep; no machine's do", shown, kDeepestXml));
     if (hwloc_topology_set_xmlbuffer(t, text.c_str(), static_cast<int>(text.size() + 1)) != 0 ||
         hwloc_topology_load(t) != 0)
       throw Error(shown + ": not an XML topology hwloc can read (lstopo FILE.xml writes one)");

@@ -168,6 +168,14 @@ TEST(PlacementTopology, TopologiesThatCannotBeReadAreRefusedNamingThem) {
   EXPECT_EQ(load_error("pack:1000 core:1000 pu:1000"),
             "'pack:1000 core:1000 pu:1000': describes more than 65536 processing units");
   EXPECT_NE(load_error(dir.path().string()).find("not a synthetic topology"), std::string::npos);  // a directory
+  // Nested deeper than any machine: refused before hwloc's reader recurses into it.
+  std::string deep = "<topology version=\"2.0\">";
+  for (int i = 0; i < 300; ++i) deep += "<object type=\"Group\">";
+  for (int i = 0; i < 300; ++i) deep += "</object>";
+  std::ofstream(dir.file("deep.xml")) << deep << "</topology>";
+  EXPECT_NE(load_error(dir.file("deep.xml")).find("deep.xml': its elements nest more than 256 deep"),
+            std::string::npos)
+      << load_error(dir.file("deep.xml"));
 }
 
 // This machine: threads bound for real, as hwloc then reports them.
