@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup)->capture_default_str();
   app.add_option("--strategy", strategy)->capture_default_str();
   app.add_option("--data", data)->capture_default_str();
-  app.add_flag("--pin,!--no-pin", pin, "pin worker r to core r")->capture_default_str();
+  app.add_flag("--pin,!--no-pin", pin, "place worker r on core r (run.placement compact)")->capture_default_str();
   app.add_flag("--overlap,!--no-overlap", overlap, "hybrid: all-reduce buckets while backward runs")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     if (!chosen) throw ptrain::Error("--strategy: " + ptrain::StrategyRegistry::unknown("strategy", strategy));
     if (auto* hybrid = std::get_if<ptrain::HybridOptions>(&*chosen)) hybrid->overlap = overlap;
     config.make_strategy = ptrain::strategy_factory_of(*chosen);
-    config.pin_workers = pin;
+    if (pin) config.placer = ptrain::Placer(ptrain::Topology::load(""), ptrain::Placement::Compact);
     config.epochs = 1000000;  // --steps decides the length, across epoch boundaries
     config.strategy.optimizer.kind = ptrain::OptimizerKind::Adam;
     auto factory = [&](int) { return ptrain::make_model({"mlp", {128}, 1}, train_set.sample_shape(), 10); };

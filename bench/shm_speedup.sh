@@ -26,7 +26,7 @@ rm -f "$csv"  # a fresh measurement: ptrain sweep would resume from an old CSV o
 # shellcheck disable=SC2086
 "$build/ptrain" sweep --strategies "$strategies" --threads "$threads" --batch "$batch" --lr "$lrs" \
   --repetitions "$reps" --target-loss "$target" --loss-sample "$loss_sample" --check-every "$check_every" \
-  --epochs "$epochs" --pin \
+  --epochs "$epochs" --placement compact \
   --csv "$csv" ${EXTRA:-} >/dev/null
 
 python3 - "$csv" "$target" "$reps" "$lrs" <<'PY'

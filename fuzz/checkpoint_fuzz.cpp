@@ -93,7 +93,7 @@ RunPlan plan_of(const RunKind& kind) {
   plan.run.batch = 3;
   plan.run.epochs = 2;
   plan.run.seed = 7;
-  plan.run.pin = false;
+  plan.run.placement = Placement::None;
   plan.run.comm_timeout = 10;
   return plan;
 }

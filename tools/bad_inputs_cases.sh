@@ -543,9 +543,50 @@ expect eval "--write-samples where labels.npy is a symlink" 2 "--write-samples" 
 new_case; data_with_images fifo
 expect eval "data with a FIFO (training images unused)" 0 "" -- "$ptrain" eval --model "$T/model.pt" --data d --quiet
 
+# ---------------------------------------------------------------- placement
+# run.placement and run.topology (--placement, --topology): an unknown policy,
+# a topology file that cannot be read or parsed, a description hwloc refuses,
+# each one line naming the flag, before any training; old plans' "pin" read.
+new_case; expect -q placement "--placement scatter (no such policy)" 2 "--placement" -- \
+  "$ptrain" train @SHORT@ --placement scatter
+new_case; expect placement "--pin (an older ptrain's: says what it is now)" 2 "--placement compact" -- \
+  "$ptrain" train @SHORT@ --pin
+new_case; expect placement "--placement '' (empty)" 2 "--placement" -- "$ptrain" train @SHORT@ --placement ""
+new_case; expect placement "shm --placement bogus" 2 "--placement" -- \
+  "$ptrain" shm --data "$fm" --train-samples 200 --epochs 1 --placement bogus --quiet
+new_case; expect -q placement "--topology bogus:3 (hwloc refuses it)" 2 "--topology" -- \
+  "$ptrain" train @SHORT@ --topology bogus:3
+new_case; expect placement "--topology 'pack:1000 core:1000 pu:1000' (10^9 PUs: refused, not built)" 2 "--topology" -- \
+  "$ptrain" train @SHORT@ --topology "pack:1000 core:1000 pu:1000"
+new_case; expect placement "--topology '' (empty)" 2 "--topology" -- "$ptrain" train @SHORT@ --topology ""
+new_case; expect placement "--topology missing.xml" 2 "--topology" -- "$ptrain" train @SHORT@ --topology missing.xml
+new_case; printf '<topology><object type=' >t.xml
+expect placement "--topology a truncated XML file" 2 "--topology" -- "$ptrain" train @SHORT@ --topology t.xml
+new_case; : >t.xml
+expect placement "--topology an empty XML file" 2 "--topology" -- "$ptrain" train @SHORT@ --topology t.xml
+new_case; $py -c "import sys; n = 100000; sys.stdout.write('<topology>' + '<object>' * n + '</object>' * n + '</topology>')" >t.xml
+expect placement "--topology an XML file nested 100000 deep (hwloc's reader would recurse)" 2 "--topology" -- \
+  "$ptrain" train @SHORT@ --topology t.xml
+new_case; mkfifo t.xml
+expect -q placement "--topology a FIFO (refused, not waited on)" 2 "--topology" -- \
+  "$ptrain" train @SHORT@ --topology t.xml
+new_case; ln -s /dev/zero t.xml
+expect placement "--topology a symlink to /dev/zero" 2 "--topology" -- "$ptrain" train @SHORT@ --topology t.xml
+new_case; mkdir t.xml
+expect placement "--topology a directory" 2 "--topology" -- "$ptrain" train @SHORT@ --topology t.xml
+new_case; printf '{"run": {"pin": "yes"}}' >p.json
+expect placement "--config with run.pin not a switch" 2 "run.pin" -- "$ptrain" train --config p.json @SHORT@
+new_case; printf '{"run": {"pin": true, "placement": "spread"}}' >p.json
+expect placement "--config with run.pin and run.placement" 2 "run.pin" -- "$ptrain" train --config p.json @SHORT@
+new_case; printf '{"run": {"pin": false}}' >p.json
+expect placement "--config with an older plan's run.pin false is placement none (control)" 0 "" \
+  --has '"placement": "none"' -- "$ptrain" train --config p.json @SHORT@ --print-plan
+new_case; expect -q placement "--placement spread on a synthetic topology trains (control)" 0 "" -- \
+  "$ptrain" train @SHORT@ --model softmax --placement spread --topology "pack:2 node:1 core:2 pu:1"
+
 # ---------------------------------------------------------------- switches
 # A switch takes true/false, 1/0, yes/no or on/off, and means what it says.
-for flag in --pin --standardize --overlap --dgc-masking --dgc-accumulation --dgc-dense-biases \
+for flag in --standardize --overlap --dgc-masking --dgc-accumulation --dgc-dense-biases \
   --topk-error-feedback --async-lr-divide; do
   case $flag in
     --dgc-*) extra=(--compress dgc) ;;
@@ -553,19 +594,19 @@ for flag in --pin --standardize --overlap --dgc-masking --dgc-accumulation --dgc
     --async-*) extra=(--strategy async) ;;
     *) extra=() ;;
   esac
-  q=; [ $flag = --pin ] && q=-q
+  q=; [ $flag = --standardize ] && q=-q
   new_case; expect $q switch "$flag=bogus (aborted in stoll)" 2 "$flag" -- "$ptrain" train @SHORT@ "${extra[@]}" "$flag=bogus"
 done
-new_case; expect switch "--pin=2 (a count, not a switch value)" 2 "--pin" -- "$ptrain" train @SHORT@ --pin=2
-new_case; expect -q switch "--pin= (empty: was taken as on)" 2 "--pin=" -- "$ptrain" train @SHORT@ --pin=
-new_case; expect switch "--no-pin=bogus" 2 "--no-pin" -- "$ptrain" train @SHORT@ --no-pin=bogus
+new_case; expect switch "--overlap=2 (a count, not a switch value)" 2 "--overlap" -- "$ptrain" train @SHORT@ --overlap=2
+new_case; expect -q switch "--overlap= (empty: was taken as on)" 2 "--overlap=" -- "$ptrain" train @SHORT@ --overlap=
+new_case; expect switch "--no-overlap=bogus" 2 "--no-overlap" -- "$ptrain" train @SHORT@ --no-overlap=bogus
 new_case; expect switch "--print-plan=bogus" 2 "--print-plan" -- "$ptrain" train @SHORT@ --print-plan=bogus
 new_case; expect switch "simulate --overlap=bogus" 2 "--overlap" -- "$ptrain" simulate --overlap=bogus
 new_case; expect switch "eval --quiet=bogus" 2 "--quiet" -- "$ptrain" eval --model m.pt --data "$fm" --quiet=bogus
 new_case; expect -q switch "--standardize=false is off (was on)" 0 "" --has '"standardize": false' -- \
   "$ptrain" train @SHORT@ --standardize=false --print-plan
-new_case; expect switch "--pin=0 is off (was on)" 0 "" --has '"pin": false' -- \
-  "$ptrain" train @SHORT@ --pin --pin=0 --print-plan
+new_case; expect switch "--overlap=0 is off, the last one given (was on)" 0 "" --has '"overlap": false' -- \
+  "$ptrain" train @SHORT@ --overlap --overlap=0 --print-plan
 new_case; expect switch "--overlap=no is off" 0 "" --has '"overlap": false' -- \
   "$ptrain" train @SHORT@ --overlap=no --print-plan
 new_case; expect switch "--no-standardize=false is on" 0 "" --has '"standardize": true' -- \

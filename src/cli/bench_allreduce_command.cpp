@@ -22,6 +22,7 @@
 #include "core/memory_size.hpp"
 #include "core/stopwatch.hpp"
 #include "core/thread_affinity.hpp"
+#include "topology/placer.hpp"
 #include "run/world.hpp"
 #include "run/result_file.hpp"
 
@@ -81,15 +82,17 @@ Measurement combine(const std::vector<Measurement>& all) {
   return m;
 }
 
-// Runs `body(t)` on the group's threads, pinned; rethrows the first error.
+// Runs `body(t)` on the group's threads, placed compact (thread t on the
+// t-th core); rethrows the first error.
 void on_threads(LocalGroup& group, const std::function<void(int)>& body) {
+  static const Placer compact(Topology::load(""), Placement::Compact);
   std::string first_error;
   std::mutex error_mutex;
   std::vector<std::thread> threads;
   for (int t = 0; t < group.size(); ++t)
     threads.emplace_back([&, t] {
       try {
-        pin_current_thread(t);
+        compact.bind_current_thread("thread", t, t);
         body(t);
       } catch (const std::exception& e) {
         std::lock_guard lock(error_mutex);
@@ -101,7 +104,7 @@ void on_threads(LocalGroup& group, const std::function<void(int)>& body) {
   if (!first_error.empty()) throw Error(first_error);
 }
 
-// Runs `body` on `ranks` pinned threads of one local group.
+// Runs `body` on `ranks` placed threads of one local group.
 void on_local_ranks(int ranks, const std::function<void(LocalCommunicator&)>& body) {
   auto group = std::make_shared<LocalGroup>(ranks);
   on_threads(*group, [&](int r) {

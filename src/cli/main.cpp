@@ -46,6 +46,13 @@ std::string suggestion(const CLI::App& app, const std::string& wrong) {
   return near ? " (did you mean " + *near + "?)" : "";
 }
 
+// What an option an older ptrain took is now called.
+std::string renamed(const std::string& name) {
+  if (name == "--pin") return " (it is --placement compact now)";
+  if (name == "--no-pin") return " (it is --placement none now)";
+  return "";
+}
+
 // What CLI11 refused, in one line: an unknown word names the closest option
 // or subcommand, and an option of ptrain train that another command does not
 // take says so (ptrain sweep --backup).
@@ -66,6 +73,7 @@ std::string parse_error_line(const CLI::App& app, const CLI::App& train, const C
   std::string message = e.what();
   if (message.starts_with(": ")) message.erase(0, 2);  // an option --help does not list: CLI11 gives no name
   if (!unknown.empty() && message.find(unknown) == std::string::npos) message += ": " + unknown;
+  if (!renamed(name).empty()) return message + renamed(name);
   return message + (unknown.empty() ? "" : suggestion(app, name));
 }
 

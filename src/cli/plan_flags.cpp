@@ -316,7 +316,7 @@ PlanFlags::PlanFlags(CLI::App& cmd, const Keep& keep, const RunPlan& defaults, c
     if (info.is_bool) {
       const std::string negated = "--no-" + name.substr(2);
       // The value CLI11 hands on is the last one given, +1 for a true word and -1 for a false one
-      // (cli/strict_options.hpp has refused any other): --pin=false turns pinning off.
+      // (cli/strict_options.hpp has refused any other): --overlap=false turns overlap off.
       cmd.add_flag_function(
              name, [this, name](std::int64_t value) { given_.emplace_back(name, value > 0 ? "true" : "false"); },
              describe(info) + " (" + negated + " to turn off)")

@@ -19,7 +19,7 @@ std::optional<bool> switch_value(std::string text) {
 namespace {
 
 // A switch's value, normalised to "true" or "false" before CLI11 converts it.
-// `name`: for a switch --help does not list (--no-pin), which CLI11's error leaves unnamed.
+// `name`: for a switch --help does not list (--no-overlap), which CLI11's error leaves unnamed.
 CLI::Validator switch_word(const std::string& name) {
   return CLI::Validator(
       [name](std::string& text) {

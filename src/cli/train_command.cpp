@@ -87,6 +87,7 @@ void print_summary(const RunPlan& plan, const RunResult& result) {
     fmt::print("  throughput   {:.0f} samples/s ({:.1f} s training, {:.1f} s wall)\n", result.samples_per_s,
                result.train_seconds, result.wall_seconds);
   if (!result.comm.empty()) fmt::print("  comm         {} sent by the busiest worker\n", mib(sent));
+  fmt::print("  placement    {}\n", placement_summary(result.placement));
   if (compresses(plan.codec)) {
     CodecStats codec;
     for (const auto& c : result.codec) codec += c;

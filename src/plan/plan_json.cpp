@@ -114,6 +114,22 @@ void read_choice(const json& j, typename Registry::Choice& choice, const std::st
   std::visit([&](auto& o) { read_fields(j, o, section + ".", extra, problems); }, choice);
 }
 
+// Plans, reports and checkpoints written before run.placement said "pin":
+// true (the r-th core) is compact, false is none. The one place it is read.
+json with_pin_as_placement(const json& run, Problems& problems) {
+  const auto pin = run.find("pin");
+  if (pin == run.end()) return run;
+  json out = run;
+  out.erase("pin");
+  if (run.contains("placement"))
+    problems.add("run.pin", "is the older name of run.placement: give one of them");
+  else if (!pin->is_boolean())
+    problems.add("run.pin", ": expected true or false, got " + pin->dump());
+  else
+    out["placement"] = pin->get<bool>() ? "compact" : "none";
+  return out;
+}
+
 }  // namespace
 
 json plan_to_json(const RunPlan& plan) {
@@ -146,7 +162,7 @@ RunPlan plan_from_json(const json& j, RunPlan plan, const std::string& where, Pr
     else if (key == "pull") read_choice<PullCodecRegistry>(value, plan.pull, "pull", "pull codec", {}, found);
     else if (key == "run") {
       if (!value.is_object()) found.add("run", "expected an object, got " + value.dump());
-      else read_fields(value, plan.run, "run.", {}, found);
+      else read_fields(with_pin_as_placement(value, found), plan.run, "run.", {}, found);
     } else {
       static constexpr std::array<std::string_view, 7> sections = {"model",  "data", "optimizer", "strategy",
                                                                    "codec", "pull", "run"};

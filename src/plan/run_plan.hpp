@@ -18,6 +18,7 @@
 #include "optim/lr_schedule.hpp"
 #include "optim/optimizer_registry.hpp"
 #include "plan/strategy_registry.hpp"
+#include "topology/placement.hpp"
 
 namespace ptrain {
 
@@ -71,7 +72,8 @@ struct RunControls {
   int threads_per_worker = 1;  // LibTorch and OpenBLAS threads per worker
   std::string device = "cpu";  // where workers compute: cpu, cuda or cuda:N (core/compute_device.hpp)
   ByteSize memory_limit;  // the most each worker may hold to train (0: no limit)
-  bool pin = true;  // worker r on the r-th core the process may use
+  Placement placement = Placement::Compact;  // where the threads and their memory go (topology/thread_places.hpp)
+  std::string topology;  // the machine to place them on: "" this one, an hwloc XML file (.xml) or a synthetic description
   int straggler_rank = -1;  // this worker computes straggler_factor times slower (-1: none)
   double straggler_factor = 1;
   std::string checkpoint_dir;  // write checkpoints here ("": none)
@@ -137,9 +139,19 @@ struct RunControls {
           "those whose every stage fits; a worker that would hold more is refused before training, one that comes "
           "to hold more stops the run, each naming the worker",
           Range{});
-    visit("pin", s.pin,
-          "pin worker r to the r-th core the process may use (worker threads in MPI ranks: after those of the "
-          "host's lower ranks)",
+    visit("placement", s.placement,
+          "where the threads go: none (where the scheduler puts them), compact (thread i on the i-th core this "
+          "process may use; a core's second hardware thread only once every core has one) or spread (round-robin "
+          "over the NUMA nodes, then the cores of each); each thread's memory, its replica's included, on its "
+          "core's node, and the shared-memory strategies' shared parameters on thread 0's node (compact) or "
+          "interleaved over the threads' nodes (spread); worker threads in MPI ranks after those of the host's "
+          "lower ranks, parameter-server shard threads after the workers (a rank with one worker is placed by "
+          "mpirun); more threads than cores wrap around",
+          Range{});
+    visit("topology", s.topology,
+          "the machine to place the threads on: empty for this one, a path ending in .xml (hwloc's XML, as lstopo "
+          "writes it) or hwloc's synthetic description, e.g. 'pack:2 node:1 core:2 pu:1' (2 NUMA nodes of 2 "
+          "cores); on another machine than this one the placement is planned and reported, nothing bound",
           Range{});
     visit("straggler_rank", s.straggler_rank, "this worker computes straggler_factor times slower (-1: none)",
           Range::at_least(-1));

@@ -107,6 +107,24 @@ nlohmann::json shared_memory_json(const AsyncSgdResult& r) {
           {"cpus", r.cpus}};
 }
 
+// Where the threads went: planned, and bound or not.
+nlohmann::json placement_json(const PlacementRecord& p) {
+  auto threads = nlohmann::json::array();
+  for (const PlacedThread& t : p.threads)
+    threads.push_back({{"role", t.role},
+                       {"index", t.index},
+                       {"cpu", t.place.cpu},
+                       {"core", t.place.core},
+                       {"node", t.place.node},
+                       {"bound", t.bound}});
+  nlohmann::json shared;  // null: not a shared-memory strategy, or not placed
+  if (!p.shared_nodes.empty())
+    shared = {{"nodes", p.shared_nodes}, {"policy", p.shared_nodes.size() == 1 ? "bind" : "interleave"}};
+  return {{"policy", field_text(p.policy)}, {"topology", p.topology},       {"numa_nodes", p.numa_nodes},
+          {"cores", p.cores},               {"applied", p.applied},         {"note", p.note},
+          {"threads", threads},             {"shared_parameters", shared}};
+}
+
 }  // namespace
 
 nlohmann::json make_report(const RunPlan& plan, const World& world, const RunResult& r,
@@ -214,6 +232,7 @@ nlohmann::json make_report(const RunPlan& plan, const World& world, const RunRes
   // Seed 002's claim, measured: what moving data in and out of the GPU costs a step.
   const DeviceTraffic& t = r.device_traffic;
   const double steps = static_cast<double>(std::max<uint64_t>(t.steps, 1));
+  report["placement"] = placement_json(r.placement);
   report["device"] = {{"name", r.device},
                       {"host_to_device_bytes_per_step", static_cast<double>(t.to_device_bytes) / steps},
                       {"device_to_host_bytes_per_step", static_cast<double>(t.to_host_bytes) / steps},

@@ -39,7 +39,7 @@ void check_resume(const RunPlan& saved, const RunPlan& now, Problems& problems) 
   // What the state does not depend on.
   static const std::set<std::string> free_fields = {
       "run.epochs",         "run.max_steps",          "run.time_limit",     "run.log_every",
-      "run.comm_timeout",   "run.threads_per_worker", "run.pin",            "run.backend",
+      "run.comm_timeout",   "run.threads_per_worker", "run.placement",      "run.topology",       "run.backend",
       "run.checkpoint_dir", "run.checkpoint_every",   "run.checkpoint_keep",  "run.save_model",
       "run.on_diverge",     "run.rollback_lr_scale",  "run.max_rollbacks",    "run.max_restarts",
       "run.metrics",        "run.timeline",

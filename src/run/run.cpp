@@ -14,6 +14,7 @@
 #include "run/memory_check.hpp"
 #include "run/model_fit.hpp"
 #include "run/resume.hpp"
+#include "run/run_placement.hpp"
 #include "run/run_recording.hpp"
 #include "run/save_model.hpp"
 #include "run/shared_memory_run.hpp"
@@ -100,6 +101,7 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
       problems.add("run.checkpoint_dir", std::string(": ") + e.what());
     }
   }
+  const std::shared_ptr<const Topology> topology = load_run_topology(plan, problems);
   problems.throw_if_any();
   set_compute_threads(plan.run.threads_per_worker);
   prepare_device(device);
@@ -146,7 +148,7 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   if (callbacks.on_start && world.reports()) callbacks.on_start(start);
 
   TrainConfig config = train_config(plan, world.workers);
-  config.first_core_slot = world.host_slot * world.local_workers;
+  config.placer = run_placer(plan, topology, world);
   config.resume = resume;
   config.resume_dir = inputs.resume;
   TrainCallbacks train_callbacks{callbacks.on_progress, callbacks.on_epoch_end, callbacks.on_step,
@@ -176,6 +178,7 @@ RunResult run_once(const RunPlan& given, World& world, const RunCallbacks& callb
   result.model_input = input;
   result.standardization = standardization;
   result.caller_model = static_cast<bool>(inputs.model);
+  result.placement = run_placement_record(config.placer, world, std::move(result.placement));
   result.device = device_description(device_for_worker(device, world.device_slot(0), gpus));
   return result;
 }

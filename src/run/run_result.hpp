@@ -14,6 +14,7 @@
 #include "model/model_input.hpp"
 #include "shm/async_sgd.hpp"
 #include "sync/strategy.hpp"
+#include "topology/placement_record.hpp"
 
 namespace ptrain {
 
@@ -69,6 +70,7 @@ struct RunResult {
   size_t resumed_at_step = 0;        // the steps that checkpoint had taken
   size_t checkpoints = 0;            // checkpoints this run wrote
   DeviceTraffic device_traffic;      // worker 0's copies between host and device (none on the CPU)
+  PlacementRecord placement;         // where this process's threads and shared parameters went
   size_t steps = 0;                  // per worker; under ssp and async, the most any worker took
   size_t samples = 0;                // samples processed by all workers
   double train_seconds = 0;          // evaluation excluded

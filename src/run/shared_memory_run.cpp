@@ -58,7 +58,7 @@ RunResult run_shared_memory(const RunPlan& plan, ShmConfig shm, int threads, con
   shm.batch = run.batch;
   shm.optimizer = effective_optimizer_and_codec(plan).optimizer;
   shm.epochs = run.epochs;
-  shm.pin = run.pin;
+  shm.placer = config.placer;
   shm.seed = run.seed;
   shm.time_limit_s = run.time_limit;
   shm.max_gradients = static_cast<uint64_t>(run.max_steps) * static_cast<uint64_t>(threads);
@@ -134,6 +134,7 @@ RunResult run_shared_memory(const RunPlan& plan, ShmConfig shm, int threads, con
   result.samples_per_s = r.train_seconds > 0 ? static_cast<double>(result.samples) / r.train_seconds : 0.0;
   result.diverged = r.diverged;
   result.diverged_why = r.diverged_why;
+  result.placement = r.placement;
   result.shared_memory = std::move(r);
   return result;
 }

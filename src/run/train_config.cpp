@@ -22,7 +22,6 @@ TrainConfig train_config(const RunPlan& plan, int workers) {
   c.seed = run.seed;
   c.log_every = run.log_every;
   c.comm_timeout = std::chrono::milliseconds(static_cast<int64_t>(run.comm_timeout * 1000));
-  c.pin_workers = run.pin;
   c.straggler_rank = run.straggler_rank;
   c.straggler_factor = run.straggler_factor;
   c.memory_limit = run.memory_limit.bytes;

@@ -6,7 +6,9 @@
 
 namespace ptrain {
 
-// `workers`: the run's, as the world resolved them.
+// `workers`: the run's, as the world resolved them. The placer (run.placement
+// on run.topology) is the caller's to set: loading a topology may fail, and
+// run() checks it with the plan (run/run_placement.hpp).
 TrainConfig train_config(const RunPlan& plan, int workers);
 
 }  // namespace ptrain

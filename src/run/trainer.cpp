@@ -11,7 +11,6 @@
 #include "core/error.hpp"
 #include "core/run_failure.hpp"
 #include "core/stopwatch.hpp"
-#include "core/thread_affinity.hpp"
 #include "run/run_shape.hpp"
 #include "run/worker_loop.hpp"
 
@@ -86,6 +85,18 @@ StrategyConfig strategy_config(const TrainConfig& config, const RunShape& shape)
   return c;
 }
 
+// Worker `first + i`'s replica for each thread i, each built under its
+// thread's memory policy, so that its pages are first touched on its node.
+std::vector<std::unique_ptr<Model>> placed_replicas(const Placer& placer, int count, int first,
+                                                    const ModelFactory& make_replica) {
+  std::vector<std::unique_ptr<Model>> replicas;
+  for (int i = 0; i < count; ++i) {
+    const AllocationPolicy near = placer.allocations_near(i);
+    replicas.push_back(make_replica(first + i));
+  }
+  return replicas;
+}
+
 // A thread of its own for `body(began)`; a failure is recorded in
 // `first_error` (a training failure once `began` is set) and `stop` wakes the
 // others, so that none waits on it until a timeout.
@@ -110,10 +121,10 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
   Stopwatch wall;
   const int workers = config.workers;
   const RunShape shape = run_shape(config, train_set);
-  std::vector<std::unique_ptr<Model>> replicas;
-  for (int r = 0; r < workers; ++r) replicas.push_back(make_replica(r));
+  std::vector<std::unique_ptr<Model>> replicas = placed_replicas(config.placer, workers, 0, make_replica);
   auto strategy = config.make_strategy(strategy_config(config, shape), replicas[0]->params().size(), workers);
   const int servers = strategy->servers();
+  std::vector<PlacedThread> placed(static_cast<size_t>(workers + servers));
   auto group = std::make_shared<LocalGroup>(workers, config.comm_timeout);
   // With parameter servers, the shards are threads W..W+S-1 of a second group.
   auto with_servers = servers > 0 ? std::make_shared<LocalGroup>(workers + servers, config.comm_timeout) : nullptr;
@@ -129,7 +140,7 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
     threads.push_back(guarded_thread(
         first_error,
         [&, r](bool& began) {
-          if (config.pin_workers) pin_current_thread(r);
+          placed[static_cast<size_t>(r)] = config.placer.bind_current_thread("worker", r, r);
           LocalCommunicator comm(group, r);
           std::unique_ptr<LocalCommunicator> to_servers;
           if (with_servers) to_servers = std::make_unique<LocalCommunicator>(with_servers, r);
@@ -142,6 +153,7 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
         first_error,
         [&, s](bool& began) {
           began = true;  // a shard fails only once workers talk to it
+          placed[static_cast<size_t>(workers + s)] = config.placer.bind_current_thread("shard", s, workers + s);
           LocalCommunicator comm(with_servers, workers + s);
           strategy->serve(comm, s, replicas[0]->layout());
         },
@@ -156,6 +168,7 @@ RunResult train(const TrainConfig& config, const Dataset& train_set, const Datas
   }
   first_error.throw_if_any();
   finish(config, result);
+  result.placement = config.placer.record(std::move(placed));
   result.wall_seconds = wall.seconds();
   return result;
 }
@@ -208,9 +221,9 @@ RunResult train_on_threads(std::span<Communicator* const> across, std::span<Comm
   validate(config, train_set);
   Stopwatch wall;
   const RunShape shape = run_shape(config, train_set);
-  std::vector<std::unique_ptr<Model>> replicas;
-  for (int t = 0; t < threads; ++t) replicas.push_back(make_replica(rank * threads + t));
+  std::vector<std::unique_ptr<Model>> replicas = placed_replicas(config.placer, threads, rank * threads, make_replica);
   auto strategy = config.make_strategy(strategy_config(config, shape), replicas[0]->params().size(), config.workers);
+  std::vector<PlacedThread> placed(static_cast<size_t>(threads));
   if (strategy->servers() > 0) throw Error("train: worker threads in MPI ranks run with no parameter-server shards");
   auto group = std::make_shared<LocalGroup>(threads, config.comm_timeout, rank * threads);
   RunResult result;
@@ -220,7 +233,7 @@ RunResult train_on_threads(std::span<Communicator* const> across, std::span<Comm
     running.push_back(guarded_thread(
         first_error,
         [&, t](bool& began) {
-          if (config.pin_workers) pin_current_thread(config.first_core_slot + t);
+          placed[static_cast<size_t>(t)] = config.placer.bind_current_thread("worker", rank * threads + t, t);
           HierarchicalCommunicator comm(group, t, *across[static_cast<size_t>(t)], *mesh[static_cast<size_t>(t)]);
           run_worker(config, shape, train_set, test_set, *replicas[static_cast<size_t>(t)], *strategy, comm, nullptr,
                      callbacks, result, began);
@@ -236,6 +249,7 @@ RunResult train_on_threads(std::span<Communicator* const> across, std::span<Comm
   for (auto& t : running) t.join();
   first_error.throw_if_any();
   finish(config, result);
+  result.placement = config.placer.record(std::move(placed));
   result.wall_seconds = wall.seconds();
   return result;
 }

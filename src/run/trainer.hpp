@@ -16,6 +16,7 @@
 #include "run/checkpoint_store.hpp"
 #include "run/run_result.hpp"
 #include "sync/strategy.hpp"
+#include "topology/placer.hpp"
 
 namespace ptrain {
 
@@ -34,11 +35,12 @@ struct TrainConfig {
   size_t max_steps = 0;   // stop after this many steps in all (0: run every epoch to the end)
   size_t log_every = 10;  // record the loss every k steps
   std::chrono::milliseconds comm_timeout{60000};
-  bool pin_workers = true;  // worker r on the r-th allowed core (see core/thread_affinity.hpp)
-  // Worker threads in an MPI rank: the first one's place among the cores the
-  // rank may use, past those of the host's lower ranks (which share them when
-  // mpirun binds no rank).
-  int first_core_slot = 0;
+  // Where the threads go (topology/placer.hpp): worker r as thread r, shard
+  // s as thread workers + s; in an MPI rank its threads after those of the
+  // host's lower ranks (which share the cores when mpirun binds no rank).
+  // Each replica is built under its worker's memory policy. Default: no
+  // thread bound. A rank with one worker (train_on) is not bound here: mpirun binds ranks.
+  Placer placer;
   // --straggler RANK:FACTOR: worker RANK computes FACTOR times slower (-1: nobody).
   int straggler_rank = -1;
   double straggler_factor = 1;

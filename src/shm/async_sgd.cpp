@@ -16,7 +16,6 @@
 #include "core/run_failure.hpp"
 #include "core/state_stream.hpp"
 #include "core/stopwatch.hpp"
-#include "core/thread_affinity.hpp"
 #include "core/timeline.hpp"
 #include "data/sharded_sampler.hpp"
 
@@ -123,7 +122,7 @@ struct ThreadState {
   CountHistogram staleness;
   uint64_t gradients = 0;
   double loss_sum = 0;  // of its batch losses
-  int cpu = -1;
+  PlacedThread placed;  // where it runs (topology/placer.hpp)
 
   void save_state(StateWriter& out, size_t t) const {
     const std::string p = fmt::format("thread{}.", t);
@@ -166,8 +165,13 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
   if (loss_set.size() == 0) throw Error("loss set '" + loss_set.name() + "' is empty");
   Stopwatch wall;
   const size_t threads = static_cast<size_t>(config.threads);
+  // Each replica under its thread's memory policy, the shared parameters
+  // under theirs (topology/placer.hpp): their pages are first touched there.
   std::vector<std::unique_ptr<Model>> replicas;
-  for (size_t t = 0; t < threads; ++t) replicas.push_back(make_replica());
+  for (size_t t = 0; t < threads; ++t) {
+    const AllocationPolicy near = config.placer.allocations_near(static_cast<int>(t));
+    replicas.push_back(make_replica());
+  }
   auto evaluator = make_replica();
   for (const auto& r : replicas)
     if (r->params().size() != evaluator->params().size())
@@ -176,7 +180,10 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
   std::vector<float> initial(evaluator->params().begin(), evaluator->params().end());
   std::span<float> storage = replicas[0]->params();
   std::copy(initial.begin(), initial.end(), storage.begin());
-  auto shared = make_shared_parameters(config, storage);
+  auto shared = [&] {
+    const AllocationPolicy where = config.placer.allocations_for_shared(config.threads);
+    return make_shared_parameters(config, storage);
+  }();
 
   const double updates_per_epoch = static_cast<double>(train_set.size()) / static_cast<double>(config.batch);
   auto total_gradients = static_cast<uint64_t>(std::ceil(config.epochs * updates_per_epoch));
@@ -239,7 +246,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
   auto worker = [&](size_t t) {
     ThreadState& mine = *own[t];
     TimelineThread timeline(fmt::format("thread {}", t));
-    if (config.pin) mine.cpu = pin_current_thread(static_cast<int>(t));
+    mine.placed = config.placer.bind_current_thread("thread", static_cast<int>(t), static_cast<int>(t));
     Model& model = *replicas[t];
     std::optional<uint64_t> fresh;  // the replica already holds this version (refreshed by the last apply)
     while (true) {
@@ -430,6 +437,7 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
       throw InterruptedError(fmt::format("shared-memory thread {} failed: {}", state.error_thread, e.what()));
     }
   }
+  std::vector<PlacedThread> placed;
   for (const auto& o : own) {
     result.totals.applied += o->counters.applied;
     result.totals.dropped += o->counters.dropped;
@@ -440,8 +448,11 @@ AsyncSgdResult run_async_sgd(const ShmConfig& config, const Dataset& train_set, 
     result.thread_gradients.push_back(o->gradients);
     result.backoff_waits += o->backoff.waits();
     result.backoff_us += o->backoff.waited_us();
-    result.cpus.push_back(o->cpu);
+    result.cpus.push_back(o->placed.bound ? o->placed.place.cpu : -1);
+    placed.push_back(o->placed);
   }
+  result.placement = config.placer.record(std::move(placed));
+  result.placement.shared_nodes = config.placer.shared_nodes(config.threads);
   result.notes = shared->notes(result.totals);
   result.final_loss = result.checks.back().loss;
   result.final_params.resize(initial.size());

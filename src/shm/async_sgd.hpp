@@ -68,7 +68,8 @@ struct AsyncSgdResult {
   double train_seconds = 0;  // in rounds, checks excluded
   double wall_seconds = 0;
   std::vector<float> final_params;
-  std::vector<int> cpus;  // each thread's core when pinned (-1: not pinned)
+  std::vector<int> cpus;  // each thread's CPU when bound (-1: not bound)
+  PlacementRecord placement;  // where the threads and the shared parameters went
 };
 
 using ReplicaFactory = std::function<std::unique_ptr<Model>()>;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "optim/optimizer.hpp"
+#include "topology/placer.hpp"
 
 namespace ptrain {
 
@@ -45,7 +46,9 @@ struct ShmConfig {
   // Stop after this many passes over the training set, counted in samples by all threads together.
   double epochs = 10;
   BackoffConfig backoff;
-  bool pin = false;  // thread t on the t-th allowed core
+  // Where thread t runs and its replica lives, and the shared parameters
+  // (topology/placer.hpp); default: nothing bound.
+  Placer placer;
   uint64_t seed = 42;
   double target_loss = 0;     // stop once the training loss is at most this (0: no target)
   size_t check_every = 0;     // updates between training-loss checks (0: a tenth of an epoch)

@@ -146,7 +146,7 @@ TEST(PtrainCli, HelpListsEveryOptionWithItsDefault) {
                            "dgc", "mlp", "cnn", "softmax", "sgd", "nesterov", "adam", "fashion-mnist"})
     EXPECT_NE(o.out.find(std::string(kind) + ": "), std::string::npos) << kind;
   EXPECT_NE(o.out.find("[default sgd, momentum, nesterov: 0.01; adam: 0.001]"), std::string::npos) << o.out;
-  for (const char* on : {"--overlap", "--pin", "--standardize", "--dgc-masking"}) {
+  for (const char* on : {"--overlap", "--standardize", "--dgc-masking"}) {
     const size_t at = o.out.find(std::string(on) + " ");
     ASSERT_NE(at, std::string::npos) << on;
     EXPECT_NE(o.out.substr(at, o.out.find('\n', o.out.find('\n', at) + 1) - at).find("[default: true]"),
@@ -768,26 +768,58 @@ nlohmann::json printed_plan(const std::string& args) {
 }
 
 // A switch takes true/false, 1/0, yes/no or on/off and means what it says
-// (--pin=false turned pinning on; --pin=bogus ended in std::terminate).
+// (--pin=false turned pinning on; --pin=bogus ended in std::terminate; --pin
+// is --placement now, whose switch forms are --overlap's here).
 TEST(PtrainCli, SwitchesTakeTheirValueAndMeanIt) {
   EXPECT_EQ(printed_plan("--standardize=false")["data"]["standardize"], false);
   EXPECT_EQ(printed_plan("--standardize=0")["data"]["standardize"], false);
-  EXPECT_EQ(printed_plan("--pin --pin=off")["run"]["pin"], false);  // the last one given
-  EXPECT_EQ(printed_plan("--pin=YES")["run"]["pin"], true);
-  EXPECT_EQ(printed_plan("--pin")["run"]["pin"], true);
+  EXPECT_EQ(printed_plan("--overlap --overlap=off")["strategy"]["overlap"], false);  // the last one given
+  EXPECT_EQ(printed_plan("--overlap=YES")["strategy"]["overlap"], true);
+  EXPECT_EQ(printed_plan("--overlap")["strategy"]["overlap"], true);
   EXPECT_EQ(printed_plan("--overlap=no")["strategy"]["overlap"], false);
   EXPECT_EQ(printed_plan("--no-overlap")["strategy"]["overlap"], false);
   EXPECT_EQ(printed_plan("--no-standardize=false")["data"]["standardize"], true);
   EXPECT_EQ(printed_plan("--compress dgc --dgc-masking=false")["codec"]["masking"], false);
   test::expect_one_line_errors({
-      {"train --pin=bogus", "--pin: 'bogus' is not a switch value (true/false, 1/0, yes/no, on/off)"},
-      {"train --pin=2", "--pin: '2' is not a switch value"},
-      {"train --pin=", "--pin=: an empty value"},
-      {"train --no-pin=maybe", "--no-pin: 'maybe' is not a switch value"},
+      {"train --overlap=bogus", "--overlap: 'bogus' is not a switch value (true/false, 1/0, yes/no, on/off)"},
+      {"train --overlap=2", "--overlap: '2' is not a switch value"},
+      {"train --overlap=", "--overlap=: an empty value"},
+      {"train --no-overlap=maybe", "--no-overlap: 'maybe' is not a switch value"},
       {"train --compress dgc --dgc-accumulation=x", "--dgc-accumulation: 'x' is not a switch value"},
       {"train --strategy async --async-lr-divide=x", "--async-lr-divide: 'x' is not a switch value"},
       {"train --print-plan=x", "--print-plan: 'x' is not a switch value"},
       {"simulate --overlap=x", "--overlap: 'x' is not a switch value"},
+  });
+}
+
+// --placement and --topology: their plan fields, the summary's line, and
+// their refusals, one line each naming the flag, before any training.
+TEST(PtrainCli, PlacementFlagsPlanPrintAndRefuse) {
+  const nlohmann::json plan = printed_plan("--placement spread --topology 'pack:2 node:1 core:2 pu:1'");
+  EXPECT_EQ(plan["run"]["placement"], "spread");
+  EXPECT_EQ(plan["run"]["topology"], "pack:2 node:1 core:2 pu:1");
+  EXPECT_EQ(printed_plan("")["run"]["placement"], "compact");
+  const Outcome o = run_ptrain(
+      "train --model softmax --workers 2 --train-samples 300 --epochs 1 --placement spread --topology 'pack:1 group:4 "
+      "node:1 core:2 pu:2'");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("placement    spread on synthetic 'pack:1 group:4 node:1 core:2 pu:2' (4 NUMA nodes, 8 "
+                       "cores), planned, not bound (not this machine): worker 0 cpu 0 node 0, worker 1 cpu 4 node 1"),
+            std::string::npos)
+      << o.out;
+  test::ScratchDir dir;
+  std::ofstream(dir.file("junk.xml")) << "<topology";
+  std::ofstream(dir.file("old.json")) << R"({"run": {"pin": true, "placement": "none"}})";
+  test::expect_one_line_errors({
+      {"train --placement scatter", "--placement: expected one of none, compact, spread, got 'scatter'"},
+      {"shm --placement scatter", "--placement: expected one of none, compact, spread"},
+      {"train --topology bogus:3", "--topology: 'bogus:3': not a synthetic topology hwloc accepts"},
+      {"train --topology /no/such/t.xml", "--topology: '/no/such/t.xml': no such file"},
+      {"train --topology " + dir.file("junk.xml"), "not an XML topology hwloc can read"},
+      {"train --topology ''", "--topology: an empty path"},
+      {"train --config " + dir.file("old.json"), "run.pin is the older name of run.placement"},
+      {"train --pin", "--pin (it is --placement compact now)"},
+      {"train --no-pin", "--no-pin (it is --placement none now)"},
   });
 }
 
@@ -860,7 +892,7 @@ TEST(PtrainCli, AnErrorLineIsBounded) {
 // status: no copy per rank, no MPI_ABORT banner (mpirun -q: no launcher note either).
 TEST(PtrainCli, UnderMpirunARefusalIsOneLine) {
   if (std::system("command -v mpirun >/dev/null") != 0) GTEST_SKIP() << "no mpirun";
-  for (const char* args : {"train --strategy sequential", "train --epochs nan", "train --pin=bogus", "shm"}) {
+  for (const char* args : {"train --strategy sequential", "train --epochs nan", "train --overlap=bogus", "shm"}) {
     const Outcome o = run_ptrain_with_env(std::string(kMpirun) + " -q -np 3", args);
     EXPECT_EQ(o.exit_code, 2) << args << ": " << o.err;
     EXPECT_EQ(test::lines(o.err), 1u) << args << ": " << o.err;

@@ -186,7 +186,7 @@ RunPlan lstm_plan() {
   plan.run.workers = 2;
   plan.run.batch = 4;
   plan.run.epochs = 3;
-  plan.run.pin = false;
+  plan.run.placement = Placement::None;
   plan.run.comm_timeout = 30;
   plan.run.seed = 5;
   return plan;

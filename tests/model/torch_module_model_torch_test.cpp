@@ -167,7 +167,7 @@ RunResult train_residual(const LoadedData& data) {
   plan.run.workers = 2;
   plan.run.batch = 16;
   plan.run.epochs = 2;
-  plan.run.pin = false;
+  plan.run.placement = Placement::None;
   RunInputs inputs;
   inputs.model = torch_module<ResidualCnn>(
       "residual-cnn", [](const ModelInput& in) { return ResidualCnn(in.sample_shape, in.classes); });

@@ -47,9 +47,9 @@ BASE_PLAN = {
     "run": {"backend": "local", "batch": 32, "checkpoint_dir": "", "checkpoint_every": "0", "checkpoint_keep": 3,
             "comm_timeout": 60.0, "device": "cpu", "epochs": 2.0, "local_workers": 1, "log_every": 10,
             "max_restarts": 0, "max_rollbacks": 3, "max_steps": 0, "metrics": "", "on_diverge": "stop",
-            "pin": True, "rollback_lr_scale": 0.5, "save_model": "", "seed": 42, "straggler_factor": 1.0,
-            "straggler_rank": -1, "threads_per_worker": 1, "time_limit": 0.0, "timeline": "",
-            "transport": "auto", "workers": 4},
+            "placement": "compact", "rollback_lr_scale": 0.5, "save_model": "", "seed": 42,
+            "straggler_factor": 1.0, "straggler_rank": -1, "threads_per_worker": 1, "time_limit": 0.0, "timeline": "",
+            "topology": "", "transport": "auto", "workers": 4},
     "strategy": {"allreduce": "native", "bucket_size": "25MiB", "name": "hybrid", "overlap": True},
 }
 

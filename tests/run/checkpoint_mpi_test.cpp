@@ -18,7 +18,6 @@ TrainConfig config_for(int workers) {
   c.batch = 8;
   c.epochs = 2;
   c.seed = 9;
-  c.pin_workers = false;
   c.make_strategy = test::named_strategy("hybrid");
   c.strategy.optimizer.kind = OptimizerKind::Momentum;
   c.strategy.optimizer.lr = 0.05f;

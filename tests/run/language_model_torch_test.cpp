@@ -39,7 +39,7 @@ TEST(LanguageModel, PerplexityFallsTowardTheLanguagesOwn) {
   plan.run.workers = 2;
   plan.run.batch = 16;
   plan.run.epochs = 3;
-  plan.run.pin = false;
+  plan.run.placement = Placement::None;
   RunInputs inputs;
   inputs.model = torch_module<Bigram>("bigram", [](const ModelInput& in) { return Bigram(in.classes); });
   inputs.data = LoadedData{all.head(1200), all};
@@ -81,7 +81,7 @@ def forward(self, x: Tensor) -> Tensor:
   plan.run.workers = 2;
   plan.run.batch = 16;
   plan.run.epochs = 1;
-  plan.run.pin = false;
+  plan.run.placement = Placement::None;
   plan.run.save_model = dir.file("saved.pt");
   RunInputs inputs;
   inputs.data = LoadedData{all.head(480), all};

@@ -36,7 +36,7 @@ inline LoadedData clusters(size_t total, size_t train, size_t features, int clas
 // The 900-sample set (720 train) the resume and divergence tests share.
 inline LoadedData small_clusters() { return clusters(900, 720, 10, 3, 5); }
 
-// Softmax regression on unstandardised features, threads not pinned.
+// Softmax regression on unstandardised features, threads not placed.
 inline RunPlan softmax_plan(int workers, size_t batch, double epochs) {
   RunPlan plan;
   plan.model = SoftmaxOptions{};
@@ -44,7 +44,7 @@ inline RunPlan softmax_plan(int workers, size_t batch, double epochs) {
   plan.run.workers = workers;
   plan.run.batch = batch;
   plan.run.epochs = epochs;
-  plan.run.pin = false;
+  plan.run.placement = Placement::None;
   plan.run.comm_timeout = 30;
   return plan;
 }

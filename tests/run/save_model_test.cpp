@@ -28,7 +28,7 @@ RunPlan small_plan(const std::string& save_to) {
   plan.run.workers = 2;
   plan.run.batch = 16;
   plan.run.epochs = 1;
-  plan.run.pin = false;
+  plan.run.placement = Placement::None;
   plan.run.save_model = save_to;
   return plan;
 }

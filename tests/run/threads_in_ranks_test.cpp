@@ -29,7 +29,6 @@ TrainConfig config_for(int workers, AllreduceAlgorithm algorithm, CodecChoice co
   HybridOptions hybrid;
   hybrid.allreduce = algorithm;
   c.make_strategy = strategy_factory(hybrid);
-  c.pin_workers = false;  // many threads on few cores in a test
   return c;
 }
 

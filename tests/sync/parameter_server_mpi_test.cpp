@@ -18,7 +18,6 @@ TrainConfig config_for(const std::string& strategy, int workers, int servers) {
   c.batch = 8;
   c.epochs = 2;
   c.seed = 5;
-  c.pin_workers = false;
   c.make_strategy = test::named_strategy(strategy, servers);
   c.strategy.optimizer.lr = 0.01f;
   c.comm_timeout = std::chrono::seconds(60);

@@ -23,7 +23,6 @@ TrainConfig ps_config(const std::string& strategy, int workers, int servers) {
   c.batch = 16;
   c.epochs = 1;
   c.seed = 77;
-  c.pin_workers = false;
   c.make_strategy = test::named_strategy(strategy, servers);
   c.strategy.optimizer.kind = OptimizerKind::Adam;
   c.strategy.optimizer.lr = 0.01f;

@@ -33,7 +33,6 @@ TrainConfig pipeline_config(int stages, PipelineSchedule schedule, int pipelines
   c.microbatches = 3;
   c.epochs = 2;
   c.seed = 4;
-  c.pin_workers = false;
   c.strategy.optimizer.kind = OptimizerKind::Adam;
   c.strategy.optimizer.lr = 0.01f;
   c.comm_timeout = std::chrono::seconds(60);

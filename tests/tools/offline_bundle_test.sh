@@ -18,7 +18,8 @@ test -f "$scratch/bundle/PACKAGES"
 
 # Every dependency found in the prefix, none on the system.
 cache=$scratch/build/CMakeCache.txt
-for entry in fmt_DIR nlohmann_json_DIR CLI11_DIR GTest_DIR MPI_mpi_LIBRARY MPI_C_HEADER_DIR ZLIB_INCLUDE_DIR; do
+for entry in fmt_DIR nlohmann_json_DIR CLI11_DIR GTest_DIR MPI_mpi_LIBRARY MPI_C_HEADER_DIR ZLIB_INCLUDE_DIR \
+  PTRAIN_HWLOC_INCLUDE_DIR PTRAIN_HWLOC_LIBRARY; do
   value=$(sed -n "s/^$entry:[A-Z]*=//p" "$cache")
   case "$value" in
     "$scratch/root"/*) ;;
