@@ -3,7 +3,8 @@
 // verbs (push, pull, wait) plus the few a coordinated schedule needs. Every
 // request goes to a shard with kTagPsRequest; every answer comes back with
 // kTagPsReply (comm/message_tags.hpp). A message is a fixed header followed
-// by a payload.
+// by a payload; the headers have no padding, so that no message carries
+// bytes nobody set.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -33,6 +34,7 @@ struct PsRequest {
   uint64_t received = 0;
   double epoch = 0;  // Push: epochs the worker had done, for the rate the shard applies (optim/lr_schedule.hpp)
   uint32_t exact = 0;  // Pull: 1 = the dense parameters, whatever the pull codec (evaluation, the run's end)
+  uint32_t unused = 0;  // no padding: every byte of a message is set
 };
 
 // The answer to Begin and Claim.
@@ -53,7 +55,11 @@ enum class PullEncoding : uint32_t { Dense = 0, Coded = 1 };
 struct PsParamsHeader {
   uint64_t version = 0;
   uint32_t encoding = 0;  // PullEncoding: 0 dense floats, 1 coded change
+  uint32_t unused = 0;    // no padding: every byte of a message is set
 };
+
+static_assert(sizeof(PsRequest) == 40 && sizeof(PsDecision) == 32 && sizeof(PsParamsHeader) == 16,
+              "a header with padding would send bytes nobody set");
 
 // A header and its payload, as one message.
 template <typename Header>
