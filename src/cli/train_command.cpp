@@ -26,9 +26,10 @@ std::string mib(uint64_t bytes) {
   return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
-// Staleness and what the servers dropped, from shard 0 (every shard applies the same gradients).
 std::string kib(double bytes) { return fmt::format("{:.1f} KiB", bytes / 1024.0); }
 
+// Staleness and what the servers dropped, from shard 0 (every shard applies the
+// same gradients), and what all shards' links carried.
 void print_server_summary(const RunPlan& plan, const RunResult& result) {
   const ServerStats& s = result.servers.front();
   fmt::print("  servers      {} shard(s), {} updates of {} gradients applied", result.servers.size(), s.updates,

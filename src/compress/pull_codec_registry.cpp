@@ -1,7 +1,5 @@
 #include "compress/pull_codec_registry.hpp"
 
-#include "core/rng.hpp"
-
 namespace ptrain {
 
 bool compresses_pulls(const PullCodecChoice& choice) { return !std::holds_alternative<DensePullOptions>(choice); }
@@ -14,9 +12,8 @@ double pull_bytes_per_value(const PullCodecChoice& choice) {
   return std::visit([](const auto& c) { return c.bytes_per_value(); }, choice);
 }
 
-std::unique_ptr<Codec> make_pull_codec(const PullCodecConfig& config, const CodecRange& range, int worker) {
-  const uint64_t seed = derive_seed(config.seed, 5000 + static_cast<uint64_t>(worker));
-  return std::visit([&](const auto& c) { return c.make(range, seed); }, config.choice);
+std::unique_ptr<Codec> make_pull_codec(const PullCodecChoice& choice, const CodecRange& range) {
+  return std::visit([&](const auto& c) { return c.make(range); }, choice);
 }
 
 }  // namespace ptrain

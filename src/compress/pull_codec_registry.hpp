@@ -13,11 +13,6 @@ namespace ptrain {
 using PullCodecRegistry = Registry<DensePullOptions, Fp16PullOptions, Int8PullOptions, TopkPullOptions>;
 using PullCodecChoice = PullCodecRegistry::Choice;
 
-struct PullCodecConfig {
-  PullCodecChoice choice;  // DensePullOptions by default
-  uint64_t seed = 1;
-};
-
 // True unless every pull is the dense parameters.
 bool compresses_pulls(const PullCodecChoice& choice);
 // Every how many pulls a worker gets the dense parameters (0: only its first).
@@ -25,8 +20,8 @@ size_t pull_refresh_every(const PullCodecChoice& choice);
 // For the step-time model: the bytes a pulled parameter costs on average.
 double pull_bytes_per_value(const PullCodecChoice& choice);
 
-// The encoder of one shard's range for one worker's pulls (nullptr for dense
-// pulls); `worker` seeds its own randomness. Any such codec decodes another's.
-std::unique_ptr<Codec> make_pull_codec(const PullCodecConfig& config, const CodecRange& range, int worker);
+// The codec of one shard's range for pulls (nullptr for dense pulls): it
+// encodes every worker's, and any such codec decodes another's.
+std::unique_ptr<Codec> make_pull_codec(const PullCodecChoice& choice, const CodecRange& range);
 
 }  // namespace ptrain

@@ -6,7 +6,8 @@
 // what a codec leaves out of one pull is in the next one's change: the error
 // never accumulates. Each kind is an options struct here and one line in
 // PullCodecRegistry (compress/pull_codec_registry.hpp); the encoding itself is
-// the gradient codec of the same name, without memory of its own.
+// the gradient codec of the same name, without memory of its own (nor
+// randomness: one codec serves every worker's pulls).
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -23,7 +24,7 @@ struct DensePullOptions {
   static constexpr std::string_view summary = "the parameters as dense fp32";
   template <class Self, class Visit>
   static void fields(Self&, Visit&&) {}
-  std::unique_ptr<Codec> make(const CodecRange&, uint64_t) const { return nullptr; }
+  std::unique_ptr<Codec> make(const CodecRange&) const { return nullptr; }
   size_t refresh_every() const { return 0; }
   double bytes_per_value() const { return 4; }
 };
@@ -33,7 +34,7 @@ struct Fp16PullOptions {
   static constexpr std::string_view summary = "the change since the worker's last pull, as IEEE halves";
   template <class Self, class Visit>
   static void fields(Self&, Visit&&) {}
-  std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed) const;
+  std::unique_ptr<Codec> make(const CodecRange& range) const;
   size_t refresh_every() const { return 0; }
   double bytes_per_value() const { return 2; }
 };
@@ -47,7 +48,7 @@ struct Int8PullOptions {
   static void fields(Self& s, Visit&& visit) {
     visit("chunk", s.chunk, "elements of the change sharing one scale", Range::at_least(1));
   }
-  std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed) const;
+  std::unique_ptr<Codec> make(const CodecRange& range) const;
   size_t refresh_every() const { return 0; }
   double bytes_per_value() const { return 1 + 4.0 / static_cast<double>(chunk); }
 };
@@ -65,7 +66,7 @@ struct TopkPullOptions {
     visit("ratio", s.ratio, "fraction of the changes sent each pull", Range::fraction());
     visit("refresh", s.refresh, "every N-th pull of a worker is the dense parameters (0: never)", Range{});
   }
-  std::unique_ptr<Codec> make(const CodecRange& range, uint64_t seed) const;
+  std::unique_ptr<Codec> make(const CodecRange& range) const;
   size_t refresh_every() const { return refresh; }
   // (index, value) pairs for the ratio, a dense pull every `refresh`.
   double bytes_per_value() const {

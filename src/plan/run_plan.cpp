@@ -166,7 +166,7 @@ Problems check_plan(const RunPlan& plan) {
 
 Effective effective_optimizer_and_codec(const RunPlan& plan) {
   Effective e{optimizer_config(plan.optimizer), CodecConfig{plan.codec, plan.run.seed, 0},
-              PullCodecConfig{plan.pull, plan.run.seed}};
+              plan.pull};
   e.optimizer.schedule = LrSchedule{plan.run.lr_decay, plan.run.lr_milestones, plan.run.lr_gamma, plan.run.epochs};
   if (takes_momentum(plan.codec) && e.optimizer.kind == OptimizerKind::Momentum) {
     e.codec.momentum = e.optimizer.momentum;

@@ -234,7 +234,7 @@ Problems check_plan(const RunPlan& plan);
 struct Effective {
   OptimizerConfig optimizer;
   CodecConfig codec;
-  PullCodecConfig pull;
+  PullCodecChoice pull;
 };
 Effective effective_optimizer_and_codec(const RunPlan& plan);
 

@@ -11,7 +11,7 @@
 namespace ptrain {
 
 PsClient::PsClient(Communicator& comm, int workers, std::vector<ShardRange> ranges, const CodecConfig& codec,
-                   const PullCodecConfig& pull, const FlatLayout& layout, std::string strategy,
+                   const PullCodecChoice& pull, const FlatLayout& layout, std::string strategy,
                    std::chrono::milliseconds patience)
     : comm_(comm),
       workers_(workers),
@@ -22,11 +22,11 @@ PsClient::PsClient(Communicator& comm, int workers, std::vector<ShardRange> rang
     throw Error(fmt::format("{}: {} workers and {} server shard(s) need a group of {}, not {}", strategy_, workers_,
                             ranges_.size(), workers_ + static_cast<int>(ranges_.size()), comm_.size()));
   pulled_.assign(ranges_.size(), 0);
-  if (compresses(codec.choice))
-    for (const auto& r : ranges_) codecs_.push_back(make_codec(codec, codec_range(layout, r.begin, r.end), worker()));
-  if (compresses_pulls(pull.choice))
-    for (const auto& r : ranges_)
-      pull_decoders_.push_back(make_pull_codec(pull, codec_range(layout, r.begin, r.end), worker()));
+  for (const auto& r : ranges_) {
+    const CodecRange range = codec_range(layout, r.begin, r.end);
+    if (compresses(codec.choice)) codecs_.push_back(make_codec(codec, range, worker()));
+    if (compresses_pulls(pull)) pull_decoders_.push_back(make_pull_codec(pull, range));
+  }
 }
 
 void PsClient::send(size_t shard, const PsRequest& request, std::span<const std::byte> payload) {

@@ -24,7 +24,7 @@ class PsClient {
   // `patience`: how long to wait for a shard's answer. Longer than the shards'
   // own timeout, so that a shard waiting on a missing worker names it first.
   PsClient(Communicator& comm, int workers, std::vector<ShardRange> ranges, const CodecConfig& codec,
-           const PullCodecConfig& pull, const FlatLayout& layout, std::string strategy,
+           const PullCodecChoice& pull, const FlatLayout& layout, std::string strategy,
            std::chrono::milliseconds patience);
 
   int worker() const { return comm_.rank(); }

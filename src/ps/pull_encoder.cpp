@@ -6,10 +6,9 @@
 
 namespace ptrain {
 
-PullEncoder::PullEncoder(const PullCodecConfig& config, const CodecRange& range, int workers)
-    : count_(range.count), refresh_every_(pull_refresh_every(config.choice)) {
-  if (!compresses_pulls(config.choice)) return;
-  for (int w = 0; w < workers; ++w) codecs_.push_back(make_pull_codec(config, range, w));
+PullEncoder::PullEncoder(const PullCodecChoice& choice, const CodecRange& range, int workers)
+    : count_(range.count), refresh_every_(pull_refresh_every(choice)), codec_(make_pull_codec(choice, range)) {
+  if (!compresses()) return;
   held_.resize(static_cast<size_t>(workers));
   change_.resize(count_);
 }
@@ -35,10 +34,9 @@ std::span<const std::byte> PullEncoder::reply(int worker, std::span<const float>
   }
   held->since_dense++;
   for (size_t i = 0; i < count_; ++i) change_[i] = params[i] - held->values[i];
-  Codec& codec = *codecs_[static_cast<size_t>(worker)];
-  codec.encode_into(change_, StepInfo{}, encoded_);
+  codec_->encode_into(change_, StepInfo{}, encoded_);
   // The worker adds exactly this to what it holds.
-  codec.decode_add(encoded_, held->values);
+  codec_->decode_add(encoded_, held->values);
   counts_.wire_bytes += encoded_.bytes.size();
   coded_message_ = ps_message(PsParamsHeader{version, static_cast<uint32_t>(PullEncoding::Coded)}, encoded_.bytes);
   return coded_message_;

@@ -21,7 +21,7 @@ namespace ptrain {
 
 class PullEncoder {
  public:
-  PullEncoder(const PullCodecConfig& config, const CodecRange& range, int workers);
+  PullEncoder(const PullCodecChoice& choice, const CodecRange& range, int workers);
 
   // The reply to `worker`'s pull: a PsParamsHeader and its payload. `exact`:
   // the dense parameters whatever the codec. The dense reply is built once for
@@ -42,11 +42,11 @@ class PullEncoder {
     bool known = false;         // false until its first (dense) pull
     uint64_t since_dense = 0;   // pulls since its last dense one
   };
-  bool compresses() const { return !codecs_.empty(); }
+  bool compresses() const { return codec_ != nullptr; }
 
   size_t count_;
   size_t refresh_every_;
-  std::vector<std::unique_ptr<Codec>> codecs_;  // one per worker; empty for dense pulls
+  std::unique_ptr<Codec> codec_;  // nullptr for dense pulls
   std::vector<Held> held_;
   std::vector<float> change_;
   Encoded encoded_;

@@ -57,10 +57,7 @@ ServerTraffic server_traffic(std::span<const ServerStats> shards, uint64_t worke
   t.worker_steps = worker_steps;
   for (const ServerStats& s : shards) {
     t.pushed_bytes += s.pushed_bytes;
-    t.pulled.pulls += s.pulled.pulls;
-    t.pulled.dense_pulls += s.pulled.dense_pulls;
-    t.pulled.dense_bytes += s.pulled.dense_bytes;
-    t.pulled.wire_bytes += s.pulled.wire_bytes;
+    t.pulled += s.pulled;
   }
   return t;
 }

@@ -17,6 +17,11 @@ struct PullCounts {
   uint64_t dense_pulls = 0;  // answered with the dense parameters (all of them without a pull codec)
   uint64_t dense_bytes = 0;  // fp32 bytes of the parameters pulled
   uint64_t wire_bytes = 0;   // payload bytes sent
+
+  PullCounts& operator+=(const PullCounts& o) {
+    pulls += o.pulls, dense_pulls += o.dense_pulls, dense_bytes += o.dense_bytes, wire_bytes += o.wire_bytes;
+    return *this;
+  }
 };
 
 struct ServerStats {

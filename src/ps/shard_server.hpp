@@ -40,7 +40,7 @@ struct ShardConfig {
   OptimizerConfig optimizer;
   CodecConfig codec;       // to decode what the workers' codecs encoded
   CodecRange codec_range;  // this shard's range, as the workers' codecs see it
-  PullCodecConfig pull;    // what a pull sends: the dense parameters, or their change through a codec
+  PullCodecChoice pull;    // what a pull sends: the dense parameters, or their change through a codec
   bool aggregated = true;           // false: one by one
   size_t gradients_per_update = 1;  // aggregated: W (ps-sync) or W - b (ps-backup)
   StalenessRule staleness_rule;  // one-by-one mode; empty: every gradient at full scale

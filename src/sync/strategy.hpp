@@ -120,7 +120,7 @@ class WorkerStrategy {
 struct StrategyConfig {
   OptimizerConfig optimizer;
   CodecConfig codec;  // gradient compression (strategies that exchange gradients)
-  PullCodecConfig pull;  // parameter servers: what a pull sends back
+  PullCodecChoice pull;  // parameter servers: what a pull sends back
   // How long a worker waits on the others (a collective, a turn) before failing.
   std::chrono::milliseconds timeout{60000};
   size_t steps_per_epoch = 0;     // per worker; set by the trainer

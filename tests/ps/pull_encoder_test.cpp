@@ -16,15 +16,13 @@ namespace {
 
 constexpr size_t kCount = 100;
 
-PullCodecConfig config_of(PullCodecChoice choice) { return PullCodecConfig{std::move(choice), 7}; }
-
 // A worker's side of the pulls: what it holds, and the decoder it would use.
 struct Worker {
   std::vector<float> values = std::vector<float>(kCount, -1.0f);  // anything: its first pull is dense
   std::unique_ptr<Codec> decoder;
   PullEncoding last = PullEncoding::Dense;
 
-  explicit Worker(const PullCodecConfig& config) : decoder(make_pull_codec(config, CodecRange{kCount, {}}, 3)) {}
+  explicit Worker(const PullCodecChoice& choice) : decoder(make_pull_codec(choice, CodecRange{kCount, {}})) {}
 
   void take(std::span<const std::byte> reply) {
     const auto header = ps_header<PsParamsHeader>(reply, "parameters");
@@ -59,9 +57,9 @@ struct Walk {
 };
 
 TEST(PullEncoder, DensePullsSendTheParametersAsTheyAreAndCountThem) {
-  PullEncoder encoder(config_of(DensePullOptions{}), CodecRange{kCount, {}}, 2);
+  PullEncoder encoder(PullCodecChoice{DensePullOptions{}}, CodecRange{kCount, {}}, 2);
   Walk walk;
-  Worker worker(config_of(DensePullOptions{}));
+  Worker worker(PullCodecChoice{DensePullOptions{}});
   for (int pull = 0; pull < 3; ++pull) {
     worker.take(encoder.reply(1, walk.params, 5, false));
     EXPECT_EQ(worker.last, PullEncoding::Dense);
@@ -78,7 +76,7 @@ TEST(PullEncoder, DensePullsSendTheParametersAsTheyAreAndCountThem) {
 // The error of what the worker holds stays that of one pull's rounding of the
 // change, however many pulls go by: nothing accumulates.
 void expect_error_bounded(PullCodecChoice choice, float bound, double min_ratio) {
-  const auto config = config_of(choice);
+  const PullCodecChoice& config = choice;
   PullEncoder encoder(config, CodecRange{kCount, {}}, 2);
   Worker worker(config);
   Walk walk;
@@ -119,7 +117,7 @@ TEST(PullEncoder, TopkSendsWhatItLeftOutLaterAndRefreshesDenseEveryN) {
   TopkPullOptions topk;
   topk.ratio = 0.1;
   topk.refresh = 0;
-  auto config = config_of(topk);
+  auto config = PullCodecChoice{topk};
   {
     PullEncoder encoder(config, CodecRange{kCount, {}}, 1);
     Worker worker(config);
@@ -138,7 +136,7 @@ TEST(PullEncoder, TopkSendsWhatItLeftOutLaterAndRefreshesDenseEveryN) {
     EXPECT_LT(encoder.counts().wire_bytes - kCount * sizeof(float), 10 * kCount * sizeof(float) / 4);
   }
   topk.refresh = 4;
-  config = config_of(topk);
+  config = PullCodecChoice{topk};
   PullEncoder encoder(config, CodecRange{kCount, {}}, 1);
   Worker worker(config);
   Walk walk;
@@ -156,7 +154,7 @@ TEST(PullEncoder, TopkSendsWhatItLeftOutLaterAndRefreshesDenseEveryN) {
 }
 
 TEST(PullEncoder, EachWorkerHasItsOwnCopy) {
-  const auto config = config_of(Fp16PullOptions{});
+  const auto config = PullCodecChoice{Fp16PullOptions{}};
   PullEncoder encoder(config, CodecRange{kCount, {}}, 2);
   Worker first(config), second(config);
   Walk walk;
@@ -174,7 +172,7 @@ TEST(PullEncoder, ACheckpointedCopyAnswersAsTheOriginalWould) {
   TopkPullOptions topk;
   topk.ratio = 0.2;
   topk.refresh = 7;
-  const auto config = config_of(topk);
+  const auto config = PullCodecChoice{topk};
   PullEncoder original(config, CodecRange{kCount, {}}, 2);
   Walk walk;
   for (int pull = 0; pull < 5; ++pull) {

@@ -162,7 +162,7 @@ TEST(ShardServer, AggregatedUpdateStepsWithTheMeanOfTheWorkersGradients) {
 
   const auto served = serve_and_drive(4, configs, nullptr, [&](const auto& group) {
     run_workers(group, kWorkers, [&](int w, LocalCommunicator& comm) {
-      PsClient client(comm, kWorkers, ranges, CodecConfig{}, PullCodecConfig{}, layout, "ps-sync", kGroupTimeout);
+      PsClient client(comm, kWorkers, ranges, CodecConfig{}, PullCodecChoice{}, layout, "ps-sync", kGroupTimeout);
       if (w == 0) client.init(initial);
       std::vector<float> params(5, -1);
       client.pull(params, 0, 0);  // worker 1's pull may come first: the shards hold it until Init

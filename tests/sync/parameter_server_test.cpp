@@ -202,7 +202,7 @@ TEST(PsPulls, CompressedPullsTrainAsDenseOnesDoWithFewerBytes) {
   for (const auto& [choice, min_ratio] : codecs) {
     const std::string name(PullCodecRegistry::name_of(choice));
     TrainConfig c = dense;
-    c.strategy.pull.choice = choice;
+    c.strategy.pull = choice;
     const RunResult r = train(c, data, &test_set, test::softmax_factory(data));
     ASSERT_EQ(r.epochs.size(), 2u) << name;
     EXPECT_NEAR(r.epochs.back().test_accuracy, expected.epochs.back().test_accuracy, 0.02) << name;
@@ -225,7 +225,7 @@ TEST(PsPulls, AsyncWorkersEachKeepTheirOwnViewThroughInt8Pulls) {
   const Dataset& test_set = data;  // the clusters of one seed
   TrainConfig c = ps_config("async", 3, 1);
   c.epochs = 2;
-  c.strategy.pull.choice = Int8PullOptions{};
+  c.strategy.pull = Int8PullOptions{};
   const RunResult r = train(c, data, &test_set, test::softmax_factory(data));
   EXPECT_GT(r.epochs.back().test_accuracy, 0.5);
   EXPECT_GT(server_traffic(r).pull_ratio(), 3.0);
